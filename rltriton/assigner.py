@@ -1,0 +1,477 @@
+"""`CreditAssigner`: what every estimator shares.
+
+An estimator is a first-order affine recurrence over the time axis of a rollout row
+(SPEC.md section 1). What differs between estimators is how the coefficients are built,
+the carry, and the epilogue. What does not differ lives here:
+
+* argument checking, with ``expected …, got …`` messages and no device synchronisation;
+* the boundary rules of SPEC.md section 2 (terminated vs truncated, ``next_values`` /
+  ``bootstrap_values`` / ``last_value``, per-step ``gamma`` and ``lam``), normalised into
+  one canonical :class:`Problem`;
+* ``time_dim``: every tensor is viewed with time on the last axis by ``movedim`` (a view:
+  strides change, no data is copied) and outputs are handed back in the caller's layout;
+* backend dispatch (``"auto"``, ``"triton"``, ``"torch"``, ``"reference"``);
+* the TensorDict entry point (delegated to :mod:`rltriton.adapters.tensordict`).
+
+A subclass declares its hyper-parameters, its tensors, its result type, a torch
+implementation (coefficients, :func:`rltriton.backends.torch_backend.affine_scan`,
+epilogue), its reference oracle and the Triton kernel it binds.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+BACKENDS = ("auto", "triton", "torch", "reference")
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+Scalar = float | int
+Coef = float | Tensor
+
+
+def _type_name(x: object) -> str:
+    return type(x).__name__
+
+
+def check_tensor(name: str, x: object, kind: str = "float") -> Tensor:
+    """Type-check one tensor argument. ``kind``: ``float`` (a floating dtype), ``flag``
+    (bool, integer or floating: nonzero = set) or ``int`` (an integer dtype)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {_type_name(x)}")
+    if kind == "float":
+        if x.dtype not in _FLOATS:
+            raise TypeError(
+                f"{name}: expected a floating dtype (float16, bfloat16, float32 or float64), got {x.dtype}"
+            )
+    elif kind == "flag":
+        if x.dtype.is_complex:
+            raise TypeError(f"{name}: expected a bool, integer or floating dtype, got {x.dtype}")
+    elif kind == "int":
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise TypeError(f"{name}: expected an integer dtype, got {x.dtype}")
+    return x
+
+
+def check_unit(name: str, value: object) -> Coef:
+    """``gamma`` / ``lam``: a Python number in [0, 1] or a floating tensor.
+
+    Tensor values are range-checked only on the CPU: on a GPU the check would
+    synchronise the device, which the default path never does.
+    """
+    if isinstance(value, Tensor):
+        check_tensor(name, value, "float")
+        if value.device.type == "cpu" and value.numel() > 0:
+            lo, hi = float(value.min()), float(value.max())
+            if not (0.0 <= lo and hi <= 1.0):
+                raise ValueError(f"{name}: expected values in [0, 1], got values in [{lo}, {hi}]")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}: expected a float in [0, 1] or a tensor, got {_type_name(value)}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name}: expected a value in [0, 1], got {value}")
+    return value
+
+
+def check_threshold(name: str, value: object) -> float:
+    """A clipping threshold (rho_bar, c_bar, pg_rho_bar): a non-negative Python number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}: expected a non-negative float, got {_type_name(value)}")
+    value = float(value)
+    if not value >= 0.0:  # also rejects NaN
+        raise ValueError(f"{name}: expected a non-negative value, got {value}")
+    return value
+
+
+def check_backend(backend: object) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {BACKENDS}, got {backend!r}")
+    return backend  # type: ignore[return-value]
+
+
+def normalize_dim(time_dim: object, ndim: int) -> int:
+    """``time_dim`` counted in the ``[*B, T]`` axes (``ndim`` of them); negative from the end."""
+    if isinstance(time_dim, bool) or not isinstance(time_dim, int):
+        raise TypeError(f"time_dim: expected an int, got {_type_name(time_dim)}")
+    if not -ndim <= time_dim < ndim:
+        raise ValueError(f"time_dim: expected a value in [{-ndim}, {ndim - 1}] for {ndim}-d inputs, got {time_dim}")
+    return time_dim % ndim
+
+
+def triton_usable(device: torch.device) -> bool:
+    """Triton runs on CUDA tensors, and on CPU tensors under ``TRITON_INTERPRET=1``."""
+    if device.type == "cuda":
+        return True
+    return device.type == "cpu" and os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+@dataclass
+class Problem:
+    """The canonical form every backend consumes.
+
+    All per-step tensors are *views* of the caller's tensors with time moved to the last
+    axis: ``[*B, T]`` (``[*B, T, A]`` for per-action tensors, ``[*B, T, *F]`` for the
+    features of the forward estimators). ``gamma`` / ``lam`` are floats or ``[*B, T]``
+    expanded views. Flags keep their dtype (nonzero = set). The boundary form is one of
+    ``next_values`` / ``bootstrap_values`` / ``last_value`` / none (at most one is set).
+    """
+
+    shape: torch.Size  # [*B, T], time last
+    time_dim: int  # normalised axis of time in the caller's [*B, T] layout
+    device: torch.device
+    dtype: torch.dtype  # arithmetic and output dtype (float32, or float64)
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    gamma: Coef = 1.0
+    lam: Coef = 1.0
+    terminated: Tensor | None = None
+    truncated: Tensor | None = None
+    next_values: Tensor | None = None
+    bootstrap_values: Tensor | None = None
+    last_value: Tensor | None = None
+    n_feature_dims: int = 0
+
+    @property
+    def T(self) -> int:
+        return self.shape[-1]
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.shape[:-1]
+
+    # --- boundary rules of SPEC.md section 2, materialised for the torch backend ---
+
+    def keep(self) -> tuple[Tensor | None, Tensor | None]:
+        """``(1 - terminated, 1 - done)`` as ``self.dtype`` multipliers, ``None`` where no
+        flag of that kind was given. Multipliers, not masks: NaN and inf pass through as
+        the arithmetic of SPEC.md section 3 gives them."""
+        term = None if self.terminated is None else self.terminated != 0
+        trunc = None if self.truncated is None else self.truncated != 0
+        done = term if trunc is None else (trunc if term is None else term | trunc)
+        as_keep = lambda m: None if m is None else (~m).to(self.dtype)  # noqa: E731
+        return as_keep(term), as_keep(done)
+
+    def next_state_values(self, values: Tensor | None) -> Tensor:
+        """nv_t of SPEC.md section 2 in ``self.dtype``, ``[*B, T]``.
+
+        ``next_values`` if given; else ``values[t+1]`` inside the window where step t is
+        not truncated, ``bootstrap_values[t]`` where it is truncated or at t = T-1,
+        ``last_value`` at t = T-1, and 0 where none of them applies.
+        """
+        dt = self.dtype
+        if self.next_values is not None:
+            return self.next_values.to(dt)
+        nv = torch.zeros(self.shape, dtype=dt, device=self.device)
+        if values is not None and self.T > 1:
+            nv[..., :-1] = values[..., 1:].to(dt)
+        trunc = None if self.truncated is None else self.truncated != 0
+        if self.bootstrap_values is not None:
+            bv = self.bootstrap_values.to(dt)
+            use = torch.zeros(self.shape, dtype=torch.bool, device=self.device)
+            if trunc is not None:
+                use |= trunc
+            use[..., -1] = True
+            return torch.where(use, bv, nv)
+        if trunc is not None and values is not None:
+            # a truncated step without a supplied continuation has no next-state value
+            nv = nv.masked_fill(trunc, 0.0)
+        if self.last_value is not None:
+            nv[..., -1] = self.last_value.to(dt)
+        return nv
+
+    def coef(self, c: Coef) -> Tensor | float:
+        """``gamma``/``lam`` in the arithmetic dtype (floats stay floats)."""
+        return c.to(self.dtype) if isinstance(c, Tensor) else c
+
+
+class CreditAssigner(abc.ABC):
+    """Base class of every estimator: one affine recurrence over the time axis.
+
+    Backward estimators (GAE, TD(lambda), discounted returns, V-trace, Retrace) solve
+    ``A_t = alpha_t + beta_t A_{t+1}`` with ``A_T = 0``; forward ones (eligibility traces,
+    episodic prefix sums) solve ``z_t = alpha_t + beta_t z_{t-1}`` from ``z_{-1} = initial``.
+    This class owns argument checking, the boundary rules (SPEC.md section 2), the
+    ``time_dim`` layout (as strides, no copies), the backend choice and the TensorDict entry
+    point; a subclass builds alpha/beta and the epilogue and binds its kernel.
+
+    Call an instance with tensors (the same arguments as the matching function in
+    :mod:`rltriton`), or with a ``TensorDict`` to read and write TorchRL's keys.
+    """
+
+    #: names of the outputs, in result order
+    output_names: ClassVar[tuple[str, ...]]
+    #: keys written in the TensorDict path, one per output (``None``: not written)
+    output_keys: ClassVar[tuple[str | None, ...]]
+
+    def __init__(self, *, time_dim: int | None = None, backend: str = "auto") -> None:
+        self.time_dim = time_dim
+        self.backend = check_backend(backend)
+        self._keys: dict[str, Any] = {}
+
+    # --- shared validation -------------------------------------------------------
+
+    def _problem(
+        self,
+        steps: dict[str, Tensor | None],
+        *,
+        flags: dict[str, Tensor | None],
+        gamma: Coef = 1.0,
+        lam: Coef = 1.0,
+        next_values: Tensor | None = None,
+        bootstrap_values: Tensor | None = None,
+        last_value: Tensor | None = None,
+        extra: dict[str, tuple[Tensor | None, str, int]] | None = None,
+        time_dim: int | None,
+        n_feature_dims: int = 0,
+        features: dict[str, Tensor | None] | None = None,
+        row_tensors: dict[str, Tensor | None] | None = None,
+    ) -> Problem:
+        """Check every argument and build the canonical :class:`Problem`.
+
+        ``steps``: floating ``[*B, T]`` tensors (the first one fixes the shape).
+        ``flags``: ``[*B, T]`` flags. ``extra``: name -> (tensor, kind, n trailing dims)
+        for per-action tensors. ``features``: ``[*B, T, *F]`` tensors, with ``[*B, T]``
+        taken from ``steps``/``flags`` (or the tensor itself when ``n_feature_dims`` is 0).
+        ``row_tensors``: ``[*B, *F]`` tensors (``initial``).
+        """
+        td = self.time_dim if time_dim is None else time_dim
+        if td is None:
+            td = -1
+        present: dict[str, Tensor] = {}
+        kinds: dict[str, str] = {}
+        for name, x in steps.items():
+            if x is not None:
+                present[name] = check_tensor(name, x, "float")
+                kinds[name] = "step"
+        for name, x in flags.items():
+            if x is not None:
+                present[name] = check_tensor(name, x, "flag")
+                kinds[name] = "step"
+        for name, x in (("next_values", next_values), ("bootstrap_values", bootstrap_values)):
+            if x is not None:
+                present[name] = check_tensor(name, x, "float")
+                kinds[name] = "step"
+        for name, (x, kind, _) in (extra or {}).items():
+            if x is not None:
+                present[name] = check_tensor(name, x, kind)
+                kinds[name] = "extra"
+        for name, x in (features or {}).items():
+            if x is not None:
+                present[name] = check_tensor(name, x, "float")
+                kinds[name] = "feature"
+        if last_value is not None:
+            present["last_value"] = check_tensor("last_value", last_value, "float")
+            kinds["last_value"] = "row"
+        for name, x in (row_tensors or {}).items():
+            if x is not None:
+                present[name] = check_tensor(name, x, "float")
+                kinds[name] = "row"
+        if next_values is not None and (bootstrap_values is not None or last_value is not None):
+            other = "bootstrap_values" if bootstrap_values is not None else "last_value"
+            raise ValueError(f"expected at most one of next_values and {other}, got both")
+        if bootstrap_values is not None and last_value is not None:
+            raise ValueError("expected at most one of bootstrap_values and last_value, got both")
+
+        # the [*B, T] shape, in the caller's layout
+        first_step = next((n for n, k in kinds.items() if k == "step"), None)
+        if first_step is not None:
+            ref_name = first_step
+            user_shape = present[first_step].shape
+        else:  # forward estimators with only features: [*B, T] is the feature tensor minus F
+            ref_name = next(n for n, k in kinds.items() if k == "feature")
+            full = present[ref_name].shape
+            user_shape = full[: len(full) - n_feature_dims]
+        if len(user_shape) == 0:
+            raise ValueError(f"{ref_name}: expected a tensor with a time axis ([*B, T]), got a 0-d tensor")
+        ndim = len(user_shape)
+        tdim = normalize_dim(td, ndim)
+        device = present[ref_name].device
+
+        dtype = torch.float32
+        for name, x in present.items():
+            if x.device != device:
+                raise ValueError(f"{name}: expected a tensor on {device} (like {ref_name}), got one on {x.device}")
+            if x.dtype == torch.float64:
+                dtype = torch.float64
+            kind = kinds[name]
+            if kind == "step" and x.shape != user_shape:
+                raise ValueError(f"{name}: expected shape {tuple(user_shape)} (like {ref_name}), got {tuple(x.shape)}")
+            if kind == "extra":
+                trailing = extra[name][2]  # type: ignore[index]
+                if x.shape[: x.dim() - trailing] != user_shape or x.dim() != ndim + trailing:
+                    what = f"{tuple(user_shape)} + {trailing} trailing dim(s)" if trailing else f"{tuple(user_shape)}"
+                    raise ValueError(f"{name}: expected shape {what}, got {tuple(x.shape)}")
+            if kind == "feature" and x.shape[:ndim] != user_shape:
+                raise ValueError(
+                    f"{name}: expected shape {tuple(user_shape)} + feature dims (like {ref_name}), got {tuple(x.shape)}"
+                )
+        batch_user = user_shape[:tdim] + user_shape[tdim + 1 :]
+        if last_value is not None and last_value.shape != batch_user:
+            raise ValueError(
+                f"last_value: expected shape {tuple(batch_user)} (the batch dims of {ref_name}), "
+                f"got {tuple(last_value.shape)}"
+            )
+        feat_shape = None
+        for x in (features or {}).values():
+            if x is not None:
+                feat_shape = x.shape[ndim:]
+        for name, x in (row_tensors or {}).items():
+            if x is not None:
+                expected = batch_user + (feat_shape if feat_shape is not None else torch.Size())
+                if x.shape != expected:
+                    raise ValueError(f"{name}: expected shape {tuple(expected)}, got {tuple(x.shape)}")
+
+        def coef(name: str, c: Coef) -> Coef:
+            if not isinstance(c, Tensor):
+                return c
+            if c.device != device:
+                raise ValueError(f"{name}: expected a tensor on {device}, got one on {c.device}")
+            try:
+                ok = torch.broadcast_shapes(c.shape, user_shape) == user_shape
+            except RuntimeError:
+                ok = False
+            if not ok:
+                raise ValueError(
+                    f"{name}: expected a tensor broadcastable to {tuple(user_shape)}, got shape {tuple(c.shape)}"
+                )
+            nonlocal dtype
+            if c.dtype == torch.float64:
+                dtype = torch.float64
+            return c.expand(user_shape).movedim(tdim, -1)
+
+        g = coef("gamma", gamma)
+        lm = coef("lam", lam)
+
+        def tl(x: Tensor | None, kind: str) -> Tensor | None:
+            if x is None:
+                return None
+            if kind == "step":
+                return x.movedim(tdim, -1)
+            if kind == "extra" or kind == "feature":
+                return x.movedim(tdim, ndim - 1)
+            return x  # row tensors have no time axis
+
+        shape = batch_user + (user_shape[tdim],)
+        tensors = {n: tl(x, kinds[n]) for n, x in present.items()}
+        return Problem(
+            shape=torch.Size(shape),
+            time_dim=tdim,
+            device=device,
+            dtype=dtype,
+            tensors=tensors,  # type: ignore[arg-type]
+            gamma=g,
+            lam=lm,
+            terminated=tensors.get("terminated"),
+            truncated=tensors.get("truncated"),
+            next_values=tensors.get("next_values"),
+            bootstrap_values=tensors.get("bootstrap_values"),
+            last_value=tensors.get("last_value"),
+            n_feature_dims=n_feature_dims,
+        )
+
+    # --- dispatch ----------------------------------------------------------------
+
+    def _resolve_backend(self, backend: str | None, device: torch.device) -> str:
+        b = self.backend if backend is None else check_backend(backend)
+        if b == "auto":
+            return "triton" if device.type == "cuda" and _triton_available() else "torch"
+        if b == "triton":
+            if not _triton_available():
+                raise ValueError("backend: expected an installed triton for backend='triton', got none")
+            if not triton_usable(device):
+                raise ValueError(
+                    f"backend='triton': expected CUDA tensors (or TRITON_INTERPRET=1 for CPU tensors), "
+                    f"got tensors on {device}"
+                )
+        return b
+
+    def _run(self, p: Problem, backend: str | None) -> tuple[Tensor, ...]:
+        """Compute in the chosen backend and return outputs in the caller's layout."""
+        b = self._resolve_backend(backend, p.device)
+        if p.T == 0 or p.shape.numel() == 0:
+            outs = tuple(self._empty_output(p) for _ in self.output_names)
+        elif b == "triton":
+            # the kernels write straight into outputs laid out like the caller's tensors
+            return self._triton(p)
+        elif b == "torch":
+            outs = self._torch(p)
+        else:
+            outs = tuple(o.to(p.dtype) for o in self._reference(p))
+        return tuple(self._to_caller(o, p) for o in outs)
+
+    def _empty_output(self, p: Problem) -> Tensor:
+        feat = self._feature_shape(p)
+        return torch.empty(p.shape + feat, dtype=p.dtype, device=p.device)
+
+    def _feature_shape(self, p: Problem) -> torch.Size:
+        return torch.Size()
+
+    @staticmethod
+    def _to_caller(out: Tensor, p: Problem) -> Tensor:
+        """Move time from the last ``[*B, T]`` axis back to ``p.time_dim`` (a view)."""
+        return out.movedim(len(p.shape) - 1, p.time_dim)
+
+    @abc.abstractmethod
+    def _torch(self, p: Problem) -> tuple[Tensor, ...]:
+        """The vectorised torch implementation; outputs time-last, in ``p.dtype``."""
+
+    @abc.abstractmethod
+    def _reference(self, p: Problem) -> tuple[Tensor, ...]:
+        """The float64 oracle of :mod:`rltriton.reference`; outputs time-last."""
+
+    @abc.abstractmethod
+    def _triton(self, p: Problem) -> tuple[Tensor, ...]:
+        """The fused Triton kernel; outputs in the caller's layout."""
+
+    # --- TensorDict ----------------------------------------------------------------
+
+    def set_keys(self, **keys: Any) -> CreditAssigner:
+        """Rename TensorDict keys (see :mod:`rltriton.adapters.tensordict`). Returns ``self``."""
+        from rltriton.adapters.tensordict import check_key_names
+
+        check_key_names(self, keys)
+        self._keys.update(keys)
+        return self
+
+    def _call_tensordict(self, td: Any, time_dim: int | None, backend: str | None) -> Any:
+        # Imported on first use: the core imports no adapter module at import time.
+        from rltriton.adapters.tensordict import call_on_tensordict
+
+        return call_on_tensordict(self, td, time_dim=time_dim, backend=backend)
+
+    def _hparams(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._hparams()})"
+
+
+def is_tensordict(x: object) -> bool:
+    """True for a ``tensordict.TensorDictBase`` (without importing tensordict eagerly)."""
+    if isinstance(x, Tensor) or x is None:
+        return False
+    try:
+        from tensordict import TensorDictBase
+    except ImportError:  # pragma: no cover - tensordict is a dependency
+        return False
+    return isinstance(x, TensorDictBase)
+
+
+_TRITON: bool | None = None
+
+
+def _triton_available() -> bool:
+    global _TRITON
+    if _TRITON is None:
+        try:
+            import triton  # noqa: F401
+
+            _TRITON = True
+        except ImportError:  # pragma: no cover - depends on the platform
+            _TRITON = False
+    return _TRITON

@@ -1,0 +1,1 @@
+"""Backends other than Triton: the vectorised torch path (CPU, and any device)."""

@@ -1,0 +1,1 @@
+"""Triton kernels: the shared affine-scan core and one fused kernel per estimator."""
