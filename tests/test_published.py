@@ -201,8 +201,7 @@ def _rows(fn, *batched):
 
 def test_rlax_transcriptions_reproduce_published_arrays():
     lam075 = [[0.75] * 5] * 2
-    _close(_t(_rows(_rlax_lambda_returns, MS_R, MS_DISCOUNT, MS_V_NEXT, lam075)),
-           LAMBDA_RETURNS_075, MULTISTEP_ATOL)
+    _close(_t(_rows(_rlax_lambda_returns, MS_R, MS_DISCOUNT, MS_V_NEXT, lam075)), LAMBDA_RETURNS_075, MULTISTEP_ATOL)
     for lam, expected in GAE_EXPECTED.items():
         got = _rows(_rlax_gae, GAE_R, GAE_DISCOUNT, [[lam] * 5] * 2, GAE_VALUES)
         _close(_t(got), expected, GAE_ATOL[lam])
@@ -348,8 +347,7 @@ def test_truncated_gae_terminated_flags_match_zero_discount(flag_dtype, lam_valu
     r, v, v_last, _, d = _gae_inputs()
     terminated = torch.tensor([[0, 0, 0, 0, 0], [0, 0, 0, 1, 0]]).to(flag_dtype)
     gamma_per_row = _t([[0.99], [0.9]])  # broadcast to [B, T]
-    adv, targets = ref.gae(r, v, gamma=gamma_per_row, lam=lam_value, terminated=terminated,
-                           last_value=v_last)
+    adv, targets = ref.gae(r, v, gamma=gamma_per_row, lam=lam_value, terminated=terminated, last_value=v_last)
     _close(adv, GAE_EXPECTED[lam_value], GAE_ATOL[lam_value])
     rlax_encoding, _ = ref.gae(r, v, gamma=d, lam=lam_value, last_value=v_last)
     _close(adv, rlax_encoding, EXACT)
@@ -393,8 +391,25 @@ def test_multistep_terminated_flags_match_zero_discount(flag_dtype, gamma_kind):
     # GAE on the published multistep inputs, values = [v_t[0] - 1, v_t] (any V_0 works).
     values = torch.cat([v[:, :1] - 1, v], dim=1)
     expected = _t(_rows(_rlax_gae, MS_R, discount.tolist(), lam, values.tolist()))
-    adv, _ = ref.gae(r, values[:, :-1], gamma=gamma, lam=0.75, terminated=terminated,
-                     last_value=values[:, -1])
+    adv, _ = ref.gae(r, values[:, :-1], gamma=gamma, lam=0.75, terminated=terminated, last_value=values[:, -1])
+    _close(adv, expected, EXACT)
+
+
+@pytest.mark.parametrize("flag_dtype", FLAG_DTYPES)
+def test_multistep_truncated_flags_match_zero_lambda(flag_dtype):
+    # rlax has no truncation flag; its tests encode a cut with lambda_t = 0 under a non-zero
+    # discount (vtrace_test's 'vector_lambda_truncation'): the step bootstraps from v_t and no
+    # later reward leaks in. Ours: a truncated flag with dense next_values (published inputs).
+    trunc = _t([[0, 1, 0, 0, 0], [0, 0, 0, 1, 0]])
+    lam = 0.75 * (1 - trunc)
+    r, d, v = _t(MS_R), _t(MS_DISCOUNT), _t(MS_V_NEXT)
+    expected = _t(_rows(_rlax_lambda_returns, MS_R, MS_DISCOUNT, MS_V_NEXT, lam.tolist()))
+    _close(ref.td_lambda(r, gamma=d, lam=lam, next_values=v), expected, EXACT)
+    got = ref.td_lambda(r, gamma=d, lam=0.75, truncated=trunc.to(flag_dtype), next_values=v)
+    _close(got, expected, EXACT)
+    values = torch.cat([v[:, :1] - 1, v], dim=1)
+    expected = _t(_rows(_rlax_gae, MS_R, MS_DISCOUNT, lam.tolist(), values.tolist()))
+    adv, _ = ref.gae(r, values[:, :-1], gamma=d, lam=0.75, truncated=trunc.to(flag_dtype), next_values=v)
     _close(adv, expected, EXACT)
 
 
@@ -467,8 +482,7 @@ def test_vtrace_lambda_q_estimate_identity(lam_form):
     lam = _lam_forms(0.8, r.shape)[lam_form]
     vs, pg = ref.vtrace(r, v, log_rhos, gamma=d, lam=lam, last_value=boot)
     _close(pg, vs - v, EXACT)
-    out = _rows(_rlax_vtrace, VT_V, v_next.tolist(), VT_R, VT_DISCOUNT, log_rhos.exp().tolist(),
-                [[0.8] * 4] * 2)
+    out = _rows(_rlax_vtrace, VT_V, v_next.tolist(), VT_R, VT_DISCOUNT, log_rhos.exp().tolist(), [[0.8] * 4] * 2)
     _close(vs - v, [o[0] for o in out], EXACT)
     _close(pg, [o[1] for o in out], EXACT)
 
@@ -494,21 +508,24 @@ def test_vtrace_multiple_episodes_per_row(case):
     # The row splits at t = 4 into two independent traces.
     for sl in (slice(0, 4), slice(4, 8)):
         lam_sl = lam if isinstance(lam, float) else lam[:, sl]
-        vs_p, pg_p = ref.vtrace(r[:, sl], v[:, sl], log_rhos[:, sl], gamma=discount[:, sl], lam=lam_sl,
-                                next_values=v_next[:, sl])
+        vs_p, pg_p = ref.vtrace(
+            r[:, sl], v[:, sl], log_rhos[:, sl], gamma=discount[:, sl], lam=lam_sl, next_values=v_next[:, sl]
+        )
         _close(vs[:, sl], vs_p, EXACT)
         _close(pg[:, sl], pg_p, EXACT)
     # The same row with flags: discount 0 -> terminated, lambda 0 under discount 1 -> truncated
     # (the trace is cut, the step still bootstraps from v_t); scalar gamma = 1, lam = 1.
-    terminated = (discount == 0)
+    terminated = discount == 0
     lam_t = torch.as_tensor(lam, dtype=F64).expand_as(discount)
     truncated = (lam_t == 0) & ~terminated
-    vs_f, pg_f = ref.vtrace(r, v, log_rhos, gamma=1.0, lam=1.0, terminated=terminated, truncated=truncated,
-                            next_values=v_next)
+    vs_f, pg_f = ref.vtrace(
+        r, v, log_rhos, gamma=1.0, lam=1.0, terminated=terminated, truncated=truncated, next_values=v_next
+    )
     _close(vs_f, vs, EXACT)
     _close(pg_f, pg, EXACT)
-    out = _rlax_vtrace(v[0].tolist(), v_next[0].tolist(), r[0].tolist(), discount_list, rho[0].tolist(),
-                       lam_t[0].tolist())
+    out = _rlax_vtrace(
+        v[0].tolist(), v_next[0].tolist(), r[0].tolist(), discount_list, rho[0].tolist(), lam_t[0].tolist()
+    )
     _close(vs - v, [out[0]], EXACT)
     _close(pg, [out[1]], EXACT)
 
@@ -531,7 +548,8 @@ def test_unbatched_rows_match_published(row):
     _close(vs - vv, VT_ERRORS[row], VTRACE_ATOL)
     _close(pg, VT_PG[row], VTRACE_ATOL)
     # An extra leading batch dim changes nothing.
-    vs3, pg3 = ref.vtrace(vr[None, None], vv[None, None], vlr[None, None], gamma=vd[None, None],
-                          last_value=vboot[None, None])
+    vs3, pg3 = ref.vtrace(
+        vr[None, None], vv[None, None], vlr[None, None], gamma=vd[None, None], last_value=vboot[None, None]
+    )
     _close(vs3[0, 0], vs, EXACT)
     _close(pg3[0, 0], pg, EXACT)

@@ -1,0 +1,270 @@
+"""Fused kernels of the backward estimators: GAE, TD(lambda) / discounted returns,
+V-trace and Retrace (both forms).
+
+Each program owns ``BLOCK_N`` rows and walks their time axis in chunks of ``BLOCK_T``
+steps from the end, carrying one state per row between chunks. Inside a chunk it loads
+the raw rollout tensors (native dtypes, any strides, int64 offsets), builds the
+coefficients of ``A_t = alpha_t + beta_t A_{t+1}`` in registers, scans, and writes every
+output of the estimator. Out-of-range steps of the last chunk are identity elements
+(alpha = 0, beta = 1), so they do not disturb the scan.
+
+Structure (which optional tensors exist, the boundary form, tensor vs scalar gamma/lam,
+the arithmetic dtype) is ``tl.constexpr``; hyper-parameters are runtime scalars.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from rltriton.kernels.scan import (
+    load_coef,
+    load_flag,
+    load_tile,
+    next_state_values,
+    scalar,
+    scan_tile,
+    scan_tile_lagged,
+)
+
+
+@triton.jit
+def _prologue(
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    rows, ts, mask,
+    HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr,
+    DT: tl.constexpr,
+):
+    """Flags and coefficients of a tile: (trunc, done, g, l, gk = g (1 - term))."""
+    false = (ts < 0) & (rows < 0)
+    term = false
+    trunc = false
+    if HAS_TERM:
+        term = load_flag(term_ptr, rows, ts, s_term_n, s_term_t, mask)
+    if HAS_TRUNC:
+        trunc = load_flag(trunc_ptr, rows, ts, s_trunc_n, s_trunc_t, mask)
+    done = term | trunc
+    g = load_coef(g_ptr, g_hi, g_lo, rows, ts, s_g_n, s_g_t, mask, G_TENSOR, DT)
+    lm = load_coef(l_ptr, l_hi, l_lo, rows, ts, s_l_n, s_l_t, mask, L_TENSOR, DT)
+    g = g + tl.zeros(ts.shape, DT) + tl.zeros(rows.shape, DT)
+    lm = lm + tl.zeros(ts.shape, DT) + tl.zeros(rows.shape, DT)
+    gk = tl.where(term, 0.0, g)
+    return trunc, done, g, lm, gk
+
+
+@triton.jit
+def gae_kernel(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    adv_ptr, s_a_n, s_a_t, tgt_ptr, s_o_n, s_o_t,
+    R, T,
+    HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+):
+    """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    row_mask = rows < R
+    carry = tl.zeros([BLOCK_N], DT)
+    n_chunks = tl.cdiv(T, BLOCK_T)
+    for i in range(n_chunks):
+        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        mask = row_mask & (ts < T)
+        trunc, done, g, lm, gk = _prologue(
+            term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+            g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            rows, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+        )
+        r = load_tile(r_ptr, rows, ts, s_r_n, s_r_t, mask, DT)
+        v = load_tile(v_ptr, rows, ts, s_v_n, s_v_t, mask, DT)
+        v_next = load_tile(v_ptr, rows, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
+        nv = next_state_values(
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows, ts, T, mask, row_mask, trunc,
+            True, HAS_TRUNC, NV_MODE, DT,
+        )
+        alpha = tl.where(mask, r + gk * nv - v, 0.0)
+        beta = tl.where(mask, tl.where(done, 0.0, g * lm), 1.0)
+        adv, carry = scan_tile(alpha, beta, carry, True)
+        tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, adv, mask=mask)
+        tl.store(tgt_ptr + rows * s_o_n + ts * s_o_t, adv + v, mask=mask)
+
+
+@triton.jit
+def td_lambda_kernel(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    out_ptr, s_o_n, s_o_t,
+    R, T,
+    HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+):
+    """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
+    and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    row_mask = rows < R
+    carry = tl.zeros([BLOCK_N], DT)
+    n_chunks = tl.cdiv(T, BLOCK_T)
+    for i in range(n_chunks):
+        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        mask = row_mask & (ts < T)
+        trunc, done, g, lm, gk = _prologue(
+            term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+            g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            rows, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+        )
+        r = load_tile(r_ptr, rows, ts, s_r_n, s_r_t, mask, DT)
+        v_next = tl.zeros(r.shape, DT)
+        if HAS_VALUES:
+            v_next = load_tile(v_ptr, rows, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
+        nv = next_state_values(
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows, ts, T, mask, row_mask, trunc,
+            HAS_VALUES, HAS_TRUNC, NV_MODE, DT,
+        )
+        cont = (ts + 1 < T) & (done == 0)
+        alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
+        beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
+        out, carry = scan_tile(alpha, beta, carry, True)
+        tl.store(out_ptr + rows * s_o_n + ts * s_o_t, out, mask=mask)
+
+
+@triton.jit
+def vtrace_kernel(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    lr_ptr, s_lr_n, s_lr_t, rho_hi, rho_lo, c_hi, c_lo, pg_hi, pg_lo,
+    vs_ptr, s_vs_n, s_vs_t, pg_ptr, s_pg_n, s_pg_t,
+    R, T,
+    HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+):
+    """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
+    the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
+    supplies in registers (no store-and-reload)."""
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    row_mask = rows < R
+    carry = tl.zeros([BLOCK_N], DT)
+    rho_bar = scalar(rho_hi, rho_lo, DT)
+    c_bar = scalar(c_hi, c_lo, DT)
+    pg_bar = scalar(pg_hi, pg_lo, DT)
+    n_chunks = tl.cdiv(T, BLOCK_T)
+    for i in range(n_chunks):
+        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        mask = row_mask & (ts < T)
+        trunc, done, g, lm, gk = _prologue(
+            term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+            g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            rows, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+        )
+        r = load_tile(r_ptr, rows, ts, s_r_n, s_r_t, mask, DT)
+        v = load_tile(v_ptr, rows, ts, s_v_n, s_v_t, mask, DT)
+        v_next = load_tile(v_ptr, rows, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
+        ratio = tl.exp(load_tile(lr_ptr, rows, ts, s_lr_n, s_lr_t, mask, DT))
+        nv = next_state_values(
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows, ts, T, mask, row_mask, trunc,
+            True, HAS_TRUNC, NV_MODE, DT,
+        )
+        alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
+        beta = tl.where(mask, tl.where(done, 0.0, g * lm * tl.minimum(ratio, c_bar)), 1.0)
+        d, d_next, carry = scan_tile_lagged(alpha, beta, carry, True)
+        inside = (ts + 1 < T) & (done == 0)
+        q_in = r + gk * (lm * (v_next + d_next) + (1.0 - lm) * nv)
+        q = tl.where(inside, q_in, r + gk * nv)
+        tl.store(vs_ptr + rows * s_vs_n + ts * s_vs_t, v + d, mask=mask)
+        tl.store(pg_ptr + rows * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
+
+
+@triton.jit
+def _action_form(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+                 act_ptr, s_act_n, s_act_t, blp_ptr, s_blp_n, s_blp_t,
+                 rows, ts, mask, A, BLOCK_A: tl.constexpr, DT: tl.constexpr):
+    """Retrace's inputs from per-action tensors at steps ``ts``:
+    (Q(s_t, a_t), v_t = sum_a pi(a|s_t) Q(s_t, a), log pi(a_t|s_t) - log mu(a_t|s_t))."""
+    a_t = tl.load(act_ptr + rows * s_act_n + ts * s_act_t, mask=mask, other=0).to(tl.int64)
+    q = load_tile(av_ptr + a_t * s_av_a, rows, ts, s_av_n, s_av_t, mask, DT)
+    pi_a = load_tile(pi_ptr + a_t * s_pi_a, rows, ts, s_pi_n, s_pi_t, mask, DT)
+    log_rho = tl.log(tl.where(mask, pi_a, 1.0)) - load_tile(blp_ptr, rows, ts, s_blp_n, s_blp_t, mask, DT)
+    acts = tl.arange(0, BLOCK_A).to(tl.int64)[None, None, :]
+    m3 = mask[:, :, None] & (acts < A)
+    r3 = rows[:, :, None]
+    t3 = ts[:, :, None]
+    av = tl.load(av_ptr + r3 * s_av_n + t3 * s_av_t + acts * s_av_a, mask=m3, other=0.0).to(DT)
+    pi = tl.load(pi_ptr + r3 * s_pi_n + t3 * s_pi_t + acts * s_pi_a, mask=m3, other=0.0).to(DT)
+    v = tl.sum(pi * av, axis=2)
+    return q, v, log_rho
+
+
+@triton.jit
+def retrace_kernel(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    q_ptr, s_q_n, s_q_t, lr_ptr, s_lr_n, s_lr_t, c_hi, c_lo,
+    av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+    act_ptr, s_act_n, s_act_t, A,
+    qt_ptr, s_qt_n, s_qt_t, adv_ptr, s_a_n, s_a_t,
+    R, T,
+    HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, ACTION_FORM: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_A: tl.constexpr,
+):
+    """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
+    c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
+
+    ACTION_FORM: Q, v and log rho are formed here from action values, target
+    probabilities, actions and behaviour log-probs (``lr_ptr``), at t and at t+1 (pi at
+    s_{t+1} for the expectation). Otherwise ``q_ptr``/``v_ptr``/``lr_ptr`` hold them.
+    """
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    row_mask = rows < R
+    carry = tl.zeros([BLOCK_N], DT)
+    c_bar = scalar(c_hi, c_lo, DT)
+    n_chunks = tl.cdiv(T, BLOCK_T)
+    for i in range(n_chunks):
+        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        mask = row_mask & (ts < T)
+        has_next = mask & (ts + 1 < T)
+        trunc, done, g, lm, gk = _prologue(
+            term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+            g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            rows, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+        )
+        r = load_tile(r_ptr, rows, ts, s_r_n, s_r_t, mask, DT)
+        if ACTION_FORM:
+            q, v, _lr = _action_form(
+                av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows, ts, mask, A, BLOCK_A, DT,
+            )
+            _q, v_next, lr_next = _action_form(
+                av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows, ts + 1, has_next, A, BLOCK_A, DT,
+            )
+        else:
+            q = load_tile(q_ptr, rows, ts, s_q_n, s_q_t, mask, DT)
+            v = load_tile(v_ptr, rows, ts, s_v_n, s_v_t, mask, DT)
+            v_next = load_tile(v_ptr, rows, ts + 1, s_v_n, s_v_t, has_next, DT)
+            lr_next = load_tile(lr_ptr, rows, ts + 1, s_lr_n, s_lr_t, has_next, DT)
+        l_next = load_coef(l_ptr, l_hi, l_lo, rows, ts + 1, s_l_n, s_l_t, has_next, L_TENSOR, DT)
+        c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
+        nv = next_state_values(
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows, ts, T, mask, row_mask, trunc,
+            True, HAS_TRUNC, NV_MODE, DT,
+        )
+        alpha = tl.where(mask, r + gk * nv - q, 0.0)
+        beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
+        d, carry = scan_tile(alpha, beta, carry, True)
+        tl.store(qt_ptr + rows * s_qt_n + ts * s_qt_t, q + d, mask=mask)
+        tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, q + d - v, mask=mask)

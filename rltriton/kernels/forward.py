@@ -1,0 +1,62 @@
+"""Fused kernel of the forward estimators: eligibility traces and episodic prefix sums.
+
+``z_t = x_t + beta_t z_{t-1}`` from ``z_{-1} = initial``. ``x`` may carry trailing
+feature dims, flattened to ``F`` columns; a program owns ``BLOCK_N`` (row, feature)
+lanes and walks time in chunks of ``BLOCK_T`` from the start. The coefficient is per
+step (shared by the features of a row):
+
+* KIND 0, traces:            beta_t = g_t l_t (1 - d_{t-1}), d_{-1} = 0
+* KIND 1, prefix "ends_at":  beta_t = 1 - d_{t-1}
+* KIND 2, prefix "starts_at": beta_t = 1 - d_t
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from rltriton.kernels.scan import load_coef, load_flag, scan_tile
+
+
+@triton.jit
+def forward_kernel(
+    x_ptr, s_x_n, s_x_t, s_x_f,
+    d_ptr, s_d_n, s_d_t,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    init_ptr, s_i_n, s_i_f,
+    out_ptr, s_o_n, s_o_t, s_o_f,
+    R, T, F,
+    KIND: tl.constexpr, HAS_DONES: tl.constexpr, HAS_INIT: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    lanes = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    lane_mask = lanes < R * F
+    rows = lanes // F
+    feats = lanes % F
+    if HAS_INIT:
+        carry = tl.load(init_ptr + rows * s_i_n + feats * s_i_f, mask=lane_mask, other=0.0).to(DT)
+        carry = tl.sum(carry, axis=1)
+    else:
+        carry = tl.zeros([BLOCK_N], DT)
+    n_chunks = tl.cdiv(T, BLOCK_T)
+    for c in range(n_chunks):
+        ts = tl.cast(c, tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        mask = lane_mask & (ts < T)
+        x = tl.load(x_ptr + rows * s_x_n + ts * s_x_t + feats * s_x_f, mask=mask, other=0.0).to(DT)
+        beta = tl.full(x.shape, 1.0, DT)
+        if KIND == 0:
+            g = load_coef(g_ptr, g_hi, g_lo, rows, ts, s_g_n, s_g_t, mask, G_TENSOR, DT)
+            lm = load_coef(l_ptr, l_hi, l_lo, rows, ts, s_l_n, s_l_t, mask, L_TENSOR, DT)
+            beta = beta * g * lm
+        if HAS_DONES:
+            if KIND == 2:
+                d = load_flag(d_ptr, rows, ts, s_d_n, s_d_t, mask)
+            else:
+                d = load_flag(d_ptr, rows, ts - 1, s_d_n, s_d_t, mask & (ts >= 1))
+            beta = tl.where(d, 0.0, beta)
+        alpha = tl.where(mask, x, 0.0)
+        beta = tl.where(mask, beta, 1.0)
+        z, carry = scan_tile(alpha, beta, carry, False)
+        tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)

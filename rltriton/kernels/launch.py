@@ -1,0 +1,223 @@
+"""Launchers: from a canonical :class:`~rltriton.assigner.Problem` to one kernel launch.
+
+The host side only views tensors as ``[rows, T]`` (a reshape of the time-last views the
+assigner made; a view whenever the batch dims merge, which holds for batch-major and
+time-major storage alike), reads their strides, picks a cached tile config and launches.
+Absent optional tensors are constexpr branches in the kernel: their pointer arguments
+receive an existing tensor that the kernel never reads. Nothing here synchronises.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from typing import TYPE_CHECKING
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+from rltriton.kernels.backward import gae_kernel, retrace_kernel, td_lambda_kernel, vtrace_kernel
+from rltriton.kernels.forward import forward_kernel
+
+if TYPE_CHECKING:
+    from rltriton.assigner import CreditAssigner, Problem
+
+_NV_NONE, _NV_NEXT, _NV_BOOTSTRAP, _NV_LAST = 0, 1, 2, 3
+_TILE = 4096  # elements of a [BLOCK_N, BLOCK_T] tile
+_MAX_BLOCK_T = 128
+
+# Output allocators. Tests replace these with NaN-filling versions so that an element a
+# kernel fails to write shows up as NaN.
+empty_like = torch.empty_like
+empty = torch.empty
+
+
+@functools.lru_cache(maxsize=1024)
+def split_scalar(x: float) -> tuple[float, float]:
+    """``x`` as float32 ``hi + lo`` (Triton passes Python floats as float32)."""
+    hi = struct.unpack("f", struct.pack("f", x))[0]
+    lo = struct.unpack("f", struct.pack("f", x - hi))[0]
+    return hi, lo
+
+
+@functools.lru_cache(maxsize=4096)
+def tile_config(R: int, T: int, width: int = 1) -> tuple[int, int]:
+    """(BLOCK_N, BLOCK_T) for R rows of T steps; ``width`` divides the tile budget (the
+    action axis of Retrace's action form)."""
+    block_t = min(triton.next_power_of_2(max(T, 1)), _MAX_BLOCK_T)
+    block_n = max(1, min(triton.next_power_of_2(max(R, 1)), _TILE // (block_t * width)))
+    return block_n, block_t
+
+
+def _rows(x: Tensor, T: int) -> Tensor:
+    """A time-last ``[*B, T]`` view as ``[rows, T]`` (a view when the batch dims merge)."""
+    return x.reshape(-1, T)
+
+
+def _st(x: Tensor | None) -> tuple[int, int]:
+    return (0, 0) if x is None else (x.stride(0), x.stride(1))
+
+
+def _dt(p: Problem):
+    return tl.float64 if p.dtype == torch.float64 else tl.float32
+
+
+def _output(p: Problem, like: Tensor) -> tuple[Tensor, Tensor]:
+    """An output in the caller's layout (strides of ``like``) and its ``[rows, T]`` view."""
+    caller = like.movedim(-1, p.time_dim)
+    out = empty_like(caller, dtype=p.dtype)
+    try:
+        return out, out.movedim(p.time_dim, -1).view(-1, p.T)
+    except RuntimeError:  # the caller's batch dims do not merge: write time-last instead
+        flat = empty(p.shape, dtype=p.dtype, device=p.device)
+        return flat.movedim(-1, p.time_dim), flat.view(-1, p.T)
+
+
+def _coef(c, T: int, dummy: Tensor) -> tuple[Tensor, int, int, float, float, bool]:
+    """(pointer, stride_n, stride_t, hi, lo, is_tensor) for gamma or lam."""
+    if isinstance(c, Tensor):
+        c2 = _rows(c, T)
+        return c2, c2.stride(0), c2.stride(1), 0.0, 0.0, True
+    hi, lo = split_scalar(float(c))
+    return dummy, 0, 0, hi, lo, False
+
+
+def _common(p: Problem) -> tuple[list, dict, Tensor]:
+    """Arguments shared by the backward kernels: flags, boundary form, gamma, lam."""
+    T = p.T
+    dummy = _rows(p.tensors["rewards"], T)
+    term = None if p.terminated is None else _rows(p.terminated, T)
+    trunc = None if p.truncated is None else _rows(p.truncated, T)
+    if p.next_values is not None:
+        nv, mode = _rows(p.next_values, T), _NV_NEXT
+    elif p.bootstrap_values is not None:
+        nv, mode = _rows(p.bootstrap_values, T), _NV_BOOTSTRAP
+    else:
+        nv, mode = None, (_NV_LAST if p.last_value is not None else _NV_NONE)
+    lv = None if p.last_value is None else p.last_value.reshape(-1)
+    g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma, T, dummy)
+    lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam, T, dummy)
+    args = [
+        term if term is not None else dummy, *_st(term),
+        trunc if trunc is not None else dummy, *_st(trunc),
+        nv if nv is not None else dummy, *_st(nv),
+        lv if lv is not None else dummy, 0 if lv is None else lv.stride(0),
+        g, sgn, sgt, ghi, glo, lm, sln, slt, lhi, llo,
+    ]
+    meta = dict(
+        HAS_TERM=term is not None, HAS_TRUNC=trunc is not None, NV_MODE=mode,
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p),
+    )
+    return args, meta, dummy
+
+
+def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor, ...]:
+    """Launch the fused kernel of a backward estimator; outputs in the caller's layout."""
+    T = p.T
+    R = p.shape.numel() // T
+    common, meta, dummy = _common(p)
+    r = _rows(p.tensors["rewards"], T)
+    block_n, block_t = tile_config(R, T)
+    grid = (triton.cdiv(R, block_n),)
+    like = p.tensors["rewards"]
+    if kind == "gae":
+        v = _rows(p.tensors["values"], T)
+        adv, adv2 = _output(p, like)
+        tgt, tgt2 = _output(p, like)
+        gae_kernel[grid](
+            r, *_st(r), v, *_st(v), *common, adv2, *_st(adv2), tgt2, *_st(tgt2), R, T,
+            **meta, BLOCK_N=block_n, BLOCK_T=block_t,
+        )
+        return adv, tgt
+    if kind == "td_lambda":
+        values = p.tensors.get("values")
+        v = None if values is None else _rows(values, T)
+        out, out2 = _output(p, like)
+        td_lambda_kernel[grid](
+            r, *_st(r), v if v is not None else dummy, *_st(v), *common, out2, *_st(out2), R, T,
+            HAS_VALUES=v is not None, **meta, BLOCK_N=block_n, BLOCK_T=block_t,
+        )
+        return (out,)
+    if kind == "vtrace":
+        v = _rows(p.tensors["values"], T)
+        lr = _rows(p.tensors["log_rhos"], T)
+        vs, vs2 = _output(p, like)
+        pg, pg2 = _output(p, like)
+        vtrace_kernel[grid](
+            r, *_st(r), v, *_st(v), *common, lr, *_st(lr),
+            *split_scalar(assigner.rho_bar), *split_scalar(assigner.c_bar), *split_scalar(assigner.pg_rho_bar),
+            vs2, *_st(vs2), pg2, *_st(pg2), R, T, **meta, BLOCK_N=block_n, BLOCK_T=block_t,
+        )
+        return vs, pg
+    if kind == "retrace":
+        qt, qt2 = _output(p, like)
+        adv, adv2 = _output(p, like)
+        if "action_values" in p.tensors:
+            av = p.tensors["action_values"]
+            A = av.shape[-1]
+            av3 = av.reshape(-1, T, A)
+            pi3 = p.tensors["target_probs"].reshape(-1, T, A)
+            act = _rows(p.tensors["actions"], T)
+            lr = _rows(p.tensors["behavior_log_probs"], T)
+            block_a = triton.next_power_of_2(A)
+            block_n, block_t = tile_config(R, T, block_a)
+            grid = (triton.cdiv(R, block_n),)
+            q = v = dummy
+            av_args = [av3, *av3.stride(), pi3, *pi3.stride(), act, *_st(act), A]
+            action_form = True
+        else:
+            q = _rows(p.tensors["q_values"], T)
+            v = _rows(p.tensors["state_values"], T)
+            lr = _rows(p.tensors["log_rhos"], T)
+            block_a = 1
+            av_args = [dummy, 0, 0, 0, dummy, 0, 0, 0, dummy, 0, 0, 1]
+            action_form = False
+        retrace_kernel[grid](
+            r, *_st(r), v, *_st(v), *common,
+            q, *_st(q), lr, *_st(lr), *split_scalar(assigner.c_bar),
+            *av_args, qt2, *_st(qt2), adv2, *_st(adv2), R, T,
+            **meta, ACTION_FORM=action_form, BLOCK_N=block_n, BLOCK_T=block_t, BLOCK_A=block_a,
+        )
+        return qt, adv
+    raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")
+
+
+def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor]:
+    """Launch the forward kernel (eligibility traces, episodic prefix sums)."""
+    T = p.T
+    nb = len(p.batch_shape)
+    x = p.tensors["x"]  # [*B, T, *F]
+    feat = x.shape[nb + 1 :]
+    F = feat.numel()
+    R = p.batch_shape.numel()
+    x3 = x.reshape(R, T, F)
+    caller = x.movedim(nb, p.time_dim)
+    out = empty_like(caller, dtype=p.dtype)
+    try:
+        out3 = out.movedim(p.time_dim, nb).view(R, T, F)
+    except RuntimeError:  # caller's dims do not merge: write [*B, T, *F] contiguous
+        flat = empty(x.shape, dtype=p.dtype, device=p.device)
+        out, out3 = flat.movedim(nb, p.time_dim), flat.view(R, T, F)
+    d = p.tensors.get("dones")
+    d2 = None if d is None else _rows(d, T)
+    init = p.tensors.get("initial")
+    init2 = None if init is None else init.reshape(R, F)
+    g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma, T, x3)
+    lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam, T, x3)
+    if kind == "traces":
+        k = 0
+    else:
+        k = 1 if assigner.boundary == "ends_at" else 2
+    block_n, block_t = tile_config(R * F, T)
+    grid = (triton.cdiv(R * F, block_n),)
+    forward_kernel[grid](
+        x3, *x3.stride(), d2 if d2 is not None else x3, *_st(d2),
+        g, sgn, sgt, ghi, glo, lm, sln, slt, lhi, llo,
+        init2 if init2 is not None else x3, *((0, 0) if init2 is None else init2.stride()),
+        out3, *out3.stride(), R, T, F,
+        KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), BLOCK_N=block_n, BLOCK_T=block_t,
+    )
+    return (out,)

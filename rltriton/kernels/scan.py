@@ -1,0 +1,136 @@
+"""The scan core shared by every fused kernel.
+
+An estimator step is an affine map ``x -> alpha + beta * x``. A tile of
+``[BLOCK_N rows, BLOCK_T steps]`` is scanned along time with ``tl.associative_scan``
+over (alpha, beta) pairs; the state entering the tile (the ``carry``) comes from the
+previous chunk of the same rows in scan order, so a program walks any number of chunks
+with fixed registers, and any T works.
+
+Combine: with ``acc`` the composition of the elements already scanned and ``new`` the
+next element in scan order, ``new ∘ acc = (a_new + b_new a_acc, b_new b_acc)``. The
+same function serves both directions: ``reverse=True`` feeds the elements from the
+highest time index down (backward estimators), ``reverse=False`` from 0 up.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def affine_combine(a_acc, b_acc, a_new, b_new):
+    """(a_new, b_new) ∘ (a_acc, b_acc) for maps x -> a + b x."""
+    return a_new + b_new * a_acc, b_new * b_acc
+
+
+@triton.jit
+def affine_combine_lagged(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new):
+    """Composition of maps ``D -> (x + p D, y + q D)`` that also carry the previous state.
+
+    A single step t maps the state ``D_{t+1}`` to ``(D_t, D_{t+1})`` with
+    ``(p, q, x, y) = (beta_t, 1, alpha_t, 0)``; composing keeps the second component as
+    "the state one step later in time", which V-trace needs for ``vs_{t+1}``.
+    """
+    return p_new * p_acc, q_new * p_acc, x_new + p_new * x_acc, y_new + q_new * x_acc
+
+
+@triton.jit
+def last_in_scan_order(x, REVERSE: tl.constexpr):
+    """Column 0 (reverse) or the last column (forward) of a [BN, BT] tile, as [BN]."""
+    BT: tl.constexpr = x.shape[1]
+    cols = tl.arange(0, BT)[None, :]
+    pick = cols == 0 if REVERSE else cols == BT - 1
+    return tl.sum(tl.where(pick, x, 0.0), axis=1)
+
+
+@triton.jit
+def scan_tile(alpha, beta, carry, REVERSE: tl.constexpr):
+    """Scan a [BN, BT] tile of (alpha, beta) along time from the per-row ``carry`` [BN].
+
+    Returns the tile of states and the carry for the next chunk in scan order.
+    """
+    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REVERSE)
+    out = a + b * carry[:, None]
+    return out, last_in_scan_order(out, REVERSE)
+
+
+@triton.jit
+def scan_tile_lagged(alpha, beta, carry, REVERSE: tl.constexpr):
+    """Backward scan that also returns, at each t, the state at t+1 (the carry at the
+    last step of the tile). Returns ``(D_t, D_{t+1}, new carry)``."""
+    one = tl.full(alpha.shape, 1.0, alpha.dtype)
+    zero = tl.zeros(alpha.shape, alpha.dtype)
+    p, q, x, y = tl.associative_scan(
+        (beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged, reverse=REVERSE
+    )
+    c = carry[:, None]
+    out = x + p * c
+    return out, y + q * c, last_in_scan_order(out, REVERSE)
+
+
+@triton.jit
+def load_tile(ptr, rows, ts, s_n, s_t, mask, DT: tl.constexpr, other=0.0):
+    """Load ``ptr[rows * s_n + ts * s_t]`` (int64 offsets) and convert to ``DT``."""
+    return tl.load(ptr + rows * s_n + ts * s_t, mask=mask, other=other).to(DT)
+
+
+@triton.jit
+def load_flag(ptr, rows, ts, s_n, s_t, mask):
+    """A flag tile as int1 (nonzero = set; bool, integer or float storage)."""
+    return tl.load(ptr + rows * s_n + ts * s_t, mask=mask, other=0) != 0
+
+
+@triton.jit
+def load_coef(ptr, hi, lo, rows, ts, s_n, s_t, mask, IS_TENSOR: tl.constexpr, DT: tl.constexpr):
+    """gamma / lam: a per-step tensor tile, or the runtime scalar ``hi + lo``.
+
+    Scalars travel as two float32 halves (Triton passes Python floats as float32): in a
+    float64 kernel ``hi + lo`` restores the double to ~48 bits; in float32 it is ``hi``.
+    """
+    if IS_TENSOR:
+        return tl.load(ptr + rows * s_n + ts * s_t, mask=mask, other=0.0).to(DT)
+    else:
+        return tl.cast(hi, DT) + tl.cast(lo, DT)
+
+
+@triton.jit
+def scalar(hi, lo, DT: tl.constexpr):
+    """A runtime hyper-parameter passed as two float32 halves, in ``DT``."""
+    return tl.cast(hi, DT) + tl.cast(lo, DT)
+
+
+@triton.jit
+def next_state_values(
+    v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    rows, ts, T, mask, row_mask, trunc,
+    HAS_VALUES: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr, DT: tl.constexpr,
+):
+    """nv_t of SPEC.md section 2 for a tile; ``v_next`` holds values[t+1] (any value
+    where t+1 >= T; it is not used there).
+
+    NV_MODE 1: ``next_values`` (dense, read at t). Otherwise ``values[t+1]`` where
+    t < T-1 and step t is not truncated, else 0; then NV_MODE 2: ``bootstrap_values[t]``
+    (in ``nv_ptr``) where truncated or t = T-1; NV_MODE 3: ``last_value`` at t = T-1.
+    """
+    if NV_MODE == 1:
+        nv = load_tile(nv_ptr, rows, ts, s_nv_n, s_nv_t, mask, DT)
+    else:
+        zero = tl.zeros(ts.shape, DT) + tl.zeros(rows.shape, DT)
+        if HAS_VALUES:
+            inner = ts + 1 < T
+            if HAS_TRUNC:
+                inner = inner & (trunc == 0)
+            nv = tl.where(inner, v_next, zero)
+        else:
+            nv = zero
+        if NV_MODE == 2:
+            use = ts == T - 1
+            if HAS_TRUNC:
+                use = use | trunc
+            bv = load_tile(nv_ptr, rows, ts, s_nv_n, s_nv_t, mask & use, DT)
+            nv = tl.where(use, bv, nv)
+        if NV_MODE == 3:
+            lv = tl.load(lv_ptr + rows * s_lv_n, mask=row_mask, other=0.0).to(DT)
+            nv = tl.where(ts == T - 1, lv, nv)
+    return nv

@@ -1,0 +1,118 @@
+"""The torch backend and the Triton kernels (through TRITON_INTERPRET=1 on CPU) against
+the float64 reference, over every estimator, boundary form, dtype and layout.
+
+Triton cases run with NaN-poisoned outputs and tiny tiles (``small_tiles``: BLOCK_T <= 16)
+so that T = 63 spans several time chunks and N = 5 several row programs; a few cases use
+the default tiles too. Tolerances: ``tests.rollouts.tolerance`` (float32 rounding over the
+effective horizon, see its docstring).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.conftest import INTERPRET
+from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case
+
+FEATURED = ("traces", "prefix_sum")
+
+
+@pytest.fixture(params=["torch", "triton"])
+def backend(request):
+    if request.param == "triton":
+        if not INTERPRET:
+            pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1 (GPU runs: tests/test_gpu.py)")
+        request.getfixturevalue("small_tiles")
+    return request.param
+
+
+def check(case: Case, backend: str) -> None:
+    ref = case(backend="reference")
+    out = case(backend=backend)
+    assert len(out) == len(ref)
+    for i, (o, r) in enumerate(zip(out, ref)):
+        assert_matches(o, r, case, f"{case.name}[{i}] {backend}")
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("T", [1, 3, 63])
+@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
+def test_boundary_forms(name, T, bootstrap, backend):
+    check(make_case(name, (5, T), bootstrap=bootstrap, seed=T), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("flags", ["none", "terminated", "truncated"])
+def test_flag_kinds(name, flags, backend):
+    check(make_case(name, (4, 37), flags=flags, seed=3), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("T", [3, 63])
+def test_time_major(name, T, backend):
+    check(make_case(name, (6, T), time_major=True, seed=5 + T), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_per_step_gamma_lam(name, backend):
+    check(make_case(name, (5, 40), per_step=True, seed=11), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_input_dtypes(name, dtype, backend):
+    check(make_case(name, (3, 33), dtype=dtype, seed=7), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("flag_dtype", [torch.uint8, torch.int64, torch.float32])
+def test_flag_dtypes(name, flag_dtype, backend):
+    check(make_case(name, (3, 20), flag_dtype=flag_dtype, seed=13), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_batch_dims_and_middle_time_dim(name, backend):
+    """[B1, B2, T] batches, and time in the middle of [B1, T, B2] (time_dim=1)."""
+    case = make_case(name, (2, 3, 19), seed=17, n_features=(2,) if name in FEATURED else ())
+    check(case, backend)
+
+    def mid(x):
+        if not isinstance(x, torch.Tensor) or x.dim() < 3 or x.shape[:3] != (2, 3, 19):
+            return x
+        return x.movedim(2, 1)
+
+    moved = Case(
+        case.name, tuple(mid(a) for a in case.args),
+        {**{k: mid(v) for k, v in case.kwargs.items()}, "time_dim": 1}, case.T,
+    )
+    check(moved, backend)
+
+
+@pytest.mark.parametrize("name", FEATURED)
+@pytest.mark.parametrize("features", [(1,), (3,), (2, 2)])
+def test_feature_dims(name, features, backend):
+    check(make_case(name, (3, 21), n_features=features, seed=19), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_unbatched_row(name, backend):
+    """A single [T] row (no batch dims); last_value is then a 0-d tensor."""
+    check(make_case(name, (45,), seed=23), backend)
+
+
+@pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])
+def test_default_tiles_long_rows(name, request):
+    """Default tile sizes: T = 257 spans three 128-step chunks; 37 rows several programs."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    request.getfixturevalue("poisoned")
+    check(make_case(name, (37, 257), seed=29), "triton")
+    check(make_case(name, (1100, 3), seed=31), "triton")
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_empty_time_axis(name, backend):
+    case = make_case(name, (4, 0), flags="none", bootstrap="none")
+    for o, r in zip(case(backend=backend), case(backend="reference")):
+        assert o.shape == r.shape and o.numel() == 0
