@@ -230,6 +230,7 @@ class CreditAssigner(abc.ABC):
         n_feature_dims: int = 0,
         features: dict[str, Tensor | None] | None = None,
         row_tensors: dict[str, Tensor | None] | None = None,
+        optional: tuple[str, ...] = (),
     ) -> Problem:
         """Check every argument and build the canonical :class:`Problem`.
 
@@ -237,13 +238,18 @@ class CreditAssigner(abc.ABC):
         ``flags``: ``[*B, T]`` flags. ``extra``: name -> (tensor, kind, n trailing dims)
         for per-action tensors. ``features``: ``[*B, T, *F]`` tensors, with ``[*B, T]``
         taken from ``steps``/``flags`` (or the tensor itself when ``n_feature_dims`` is 0).
-        ``row_tensors``: ``[*B, *F]`` tensors (``initial``).
+        ``row_tensors``: ``[*B, *F]`` tensors (``initial``). Every tensor of ``steps``,
+        ``extra`` and ``features`` is required unless named in ``optional``.
         """
         td = self.time_dim if time_dim is None else time_dim
         if td is None:
             td = -1
         present: dict[str, Tensor] = {}
         kinds: dict[str, str] = {}
+        required = {**steps, **{n: v[0] for n, v in (extra or {}).items()}, **(features or {})}
+        for name, x in required.items():
+            if x is None and name not in optional:
+                raise TypeError(f"{name}: expected a torch.Tensor, got NoneType")
         for name, x in steps.items():
             if x is not None:
                 present[name] = check_tensor(name, x, "float")

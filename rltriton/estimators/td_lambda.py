@@ -77,7 +77,7 @@ class TDLambda(CreditAssigner):
             {"rewards": rewards, "values": values},
             flags={"terminated": terminated, "truncated": truncated},
             gamma=self.gamma, lam=self.lam, next_values=next_values,
-            bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim,
+            bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, optional=("values",),
         )
         return self._run(p, backend)[0]
 

@@ -1,0 +1,104 @@
+"""Timing utilities and the streaming floor shared by the benchmark scripts.
+
+Method (BENCHMARKS.md): candidates are timed in one process, interleaved; two figures:
+
+* full call: CUDA events around one Python call after a synchronize, median over
+  ``calls`` calls per trial, minimum over ``trials`` trials, after 20 warm-up calls;
+* device: ``graph_calls`` calls captured in one CUDA graph, replayed; time per call is
+  the median replay time divided by ``graph_calls``.
+
+The floor is a streaming Triton kernel that reads every per-step input and writes every
+output of the estimator once (no scan): the bytes an estimator cannot avoid moving.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _stream_kernel(i0, i1, i2, i3, i4, i5, o0, o1, n, N_IN: tl.constexpr, N_OUT: tl.constexpr,
+                   BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.load(i0 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 1:
+        acc += tl.load(i1 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 2:
+        acc += tl.load(i2 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 3:
+        acc += tl.load(i3 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 4:
+        acc += tl.load(i4 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 5:
+        acc += tl.load(i5 + offs, mask=m, other=0).to(tl.float32)
+    tl.store(o0 + offs, acc, mask=m)
+    if N_OUT > 1:
+        tl.store(o1 + offs, acc * 2.0, mask=m)
+
+
+def stream_floor(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> Callable[[], None]:
+    """A call that streams ``inputs`` (contiguous, same numel, up to 6) into ``outputs`` (1-2)."""
+    ins = [x.reshape(-1) for x in inputs]
+    outs = [x.reshape(-1) for x in outputs]
+    n = ins[0].numel()
+    assert all(x.numel() == n for x in ins + outs) and 1 <= len(ins) <= 6 and 1 <= len(outs) <= 2
+    pad_in = ins + [ins[0]] * (6 - len(ins))
+    pad_out = outs + [outs[0]] * (2 - len(outs))
+    block = 2048
+    grid = (triton.cdiv(n, block),)
+
+    def run() -> None:
+        _stream_kernel[grid](*pad_in, *pad_out, n, N_IN=len(ins), N_OUT=len(outs), BLOCK=block, num_warps=8)
+
+    return run
+
+
+def device_time_us(fn: Callable[[], object], graph_calls: int = 50, replays: int = 10) -> float:
+    """Per-call device time from a CUDA graph of ``graph_calls`` calls (median replay)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(graph_calls):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / graph_calls)
+    return statistics.median(times)
+
+
+def full_call_us(fn: Callable[[], object], calls: int = 50, trials: int = 5, warmup: int = 20) -> float:
+    """Full-call time: events around one call after a synchronize; median per trial, min over trials."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(trials):
+        ts = []
+        for _ in range(calls):
+            torch.cuda.synchronize()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) * 1e3)
+        best = min(best, statistics.median(ts))
+    return best

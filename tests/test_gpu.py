@@ -1,0 +1,102 @@
+"""GPU checks of the compiled Triton kernels at production shapes (run on the H200:
+``python -m pytest -m gpu tests/test_gpu.py``).
+
+Every estimator, float32 and bfloat16 inputs, batch-major [N, T] and time-major [T, N]
+(``time_dim=0``), over the classic and massively parallel grids of BENCHMARKS.md and the
+long rows 16 x 262144 and 1 x 1048576. Outputs are NaN-poisoned. The oracle is
+``rt.reference`` (float64, on the CPU) up to T = 4096; for the long rows, where a Python
+step per time index would take minutes, it is the torch backend run in float64 on the GPU,
+which the CPU suite checks against ``rt.reference`` on every boundary form.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.rollouts import ESTIMATORS, Case, assert_matches, make_case, to_time_major
+
+pytestmark = pytest.mark.gpu
+
+CLASSIC = [(64, 512), (128, 1024), (256, 1024), (512, 128), (512, 512), (512, 2048), (512, 4096),
+           (4096, 128), (4096, 512), (4096, 2048), (16384, 128), (16384, 512)]
+MASSIVE = [(n, t) for n in (4096, 8192, 16384, 32768) for t in (8, 16, 32, 64, 128)]
+LONG = [(16, 262144), (1, 1048576)]
+
+
+def _cuda(x):
+    return x.cuda() if isinstance(x, torch.Tensor) else x
+
+
+def on_gpu(case: Case) -> Case:
+    return Case(case.name, tuple(_cuda(a) for a in case.args), {k: _cuda(v) for k, v in case.kwargs.items()}, case.T)
+
+
+def as_f64(case: Case) -> Case:
+    def up(x):
+        return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+    return Case(case.name, tuple(up(a) for a in case.args), {k: up(v) for k, v in case.kwargs.items()}, case.T)
+
+
+@pytest.fixture(autouse=True)
+def _needs_cuda(request):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    request.getfixturevalue("poisoned")
+
+
+def _compare(case: Case, ref: tuple[torch.Tensor, ...], what: str) -> None:
+    out = case(backend="triton")
+    for i, (o, r) in enumerate(zip(out, ref)):
+        assert o.is_cuda
+        assert_matches(o.cpu(), r.cpu(), case, f"{what}[{i}]")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", CLASSIC + MASSIVE, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_grid(shape, name, dtype):
+    case = make_case(name, shape, dtype=dtype, seed=shape[0] + shape[1])
+    ref = case(backend="reference")
+    _compare(on_gpu(case), ref, f"{name} {shape} {dtype}")
+    tm = on_gpu(to_time_major(case))
+    out = tm(backend="triton")
+    for i, (o, r) in enumerate(zip(out, ref)):
+        assert_matches(o.movedim(0, -1).cpu(), r, tm, f"{name} {shape} time-major[{i}]")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", LONG, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_long_rows(shape, name, dtype):
+    case = on_gpu(make_case(name, shape, dtype=dtype, seed=1))
+    ref = as_f64(case)(backend="torch")
+    _compare(case, ref, f"{name} {shape} {dtype}")
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_auto_uses_triton_on_cuda(name, monkeypatch):
+    case = on_gpu(make_case(name, (64, 100), seed=2))
+    calls = []
+    from rltriton.kernels import launch
+
+    for fn in ("run_backward", "run_forward"):
+        orig = getattr(launch, fn)
+
+        def spy(*a, _orig=orig, **k):
+            calls.append(1)
+            return _orig(*a, **k)
+
+        monkeypatch.setattr(launch, fn, spy)
+    out = case(backend="auto")
+    assert calls, "backend='auto' did not launch the Triton kernel on CUDA tensors"
+    ref = case(backend="triton")
+    for o, r in zip(out, ref):
+        torch.testing.assert_close(o, r, rtol=0, atol=0)
+
+
+def test_gae_float64_on_gpu():
+    case = on_gpu(make_case("gae", (300, 700), dtype=torch.float64, per_step=False, seed=4))
+    ref = as_f64(make_case("gae", (300, 700), dtype=torch.float64, seed=4))(backend="reference")
+    _compare(case, ref, "gae fp64")
