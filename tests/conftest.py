@@ -37,13 +37,20 @@ def poisoned(monkeypatch):
     return launch
 
 
-@pytest.fixture
-def small_tiles(monkeypatch, poisoned):
+def use_small_tiles(monkeypatch, launch, split: bool) -> None:
     """Tiny tiles (BLOCK_T <= 16, 64 elements) so small shapes span several time chunks and
-    several row programs."""
-    launch = poisoned
+    several row programs. ``split`` also cuts every multi-chunk row into time segments (the
+    two-phase path the GPU takes for long rows); otherwise one pass per row."""
     monkeypatch.setattr(launch, "_MAX_BLOCK_T", 16)
     monkeypatch.setattr(launch, "_TILE", 64)
-    launch.tile_config.cache_clear()
-    yield launch
-    launch.tile_config.cache_clear()
+    monkeypatch.setattr(launch, "_SPLIT_MIN_ELEMS", 0 if split else 1 << 62)
+    monkeypatch.setattr(launch, "_MAX_SEGMENTS", 3)
+    launch.plan.cache_clear()
+
+
+@pytest.fixture
+def small_tiles(monkeypatch, poisoned):
+    """Small tiles with the time split (see :func:`use_small_tiles`)."""
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    yield poisoned
+    poisoned.plan.cache_clear()

@@ -12,19 +12,24 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import INTERPRET
+from tests.conftest import INTERPRET, use_small_tiles
 from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case
 
 FEATURED = ("traces", "prefix_sum")
 
 
-@pytest.fixture(params=["torch", "triton"])
-def backend(request):
-    if request.param == "triton":
-        if not INTERPRET:
-            pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1 (GPU runs: tests/test_gpu.py)")
-        request.getfixturevalue("small_tiles")
-    return request.param
+@pytest.fixture(params=["torch", "triton-split", "triton-single"])
+def backend(request, monkeypatch):
+    """The torch backend, or the Triton kernels with small tiles, with and without the time
+    split (two-phase path)."""
+    if request.param == "torch":
+        return "torch"
+    if not INTERPRET:
+        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1 (GPU runs: tests/test_gpu.py)")
+    launch = request.getfixturevalue("poisoned")
+    use_small_tiles(monkeypatch, launch, split=request.param == "triton-split")
+    request.addfinalizer(launch.plan.cache_clear)
+    return "triton"
 
 
 def check(case: Case, backend: str) -> None:

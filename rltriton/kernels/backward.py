@@ -8,6 +8,11 @@ coefficients of ``A_t = alpha_t + beta_t A_{t+1}`` in registers, scans, and writ
 output of the estimator. Out-of-range steps of the last chunk are identity elements
 (alpha = 0, beta = 1), so they do not disturb the scan.
 
+Rows too few to fill the GPU are split in time (grid axis 1, segments of SEG steps):
+PHASE 1 stores each segment's composed map, PHASE 2 turns the summaries of the later
+segments into its carry-in and writes the outputs (see ``scan.py``); PHASE 0 is one
+pass over whole rows.
+
 Structure (which optional tensors exist, the boundary form, tensor vs scalar gamma/lam,
 the arithmetic dtype) is ``tl.constexpr``; hyper-parameters are runtime scalars.
 """
@@ -18,6 +23,8 @@ import triton
 import triton.language as tl
 
 from rltriton.kernels.scan import (
+    chunk_map,
+    compose,
     load_coef,
     load_flag,
     load_tile,
@@ -25,6 +32,9 @@ from rltriton.kernels.scan import (
     scalar,
     scan_tile,
     scan_tile_lagged,
+    segment_carry_in,
+    segment_chunk,
+    segment_start,
 )
 
 
@@ -54,25 +64,37 @@ def _prologue(
 
 
 @triton.jit
+def _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE: tl.constexpr):
+    """PHASE 1: the composed map of this program's segment, at [rows, seg] of [R, n_segs]."""
+    if PHASE == 1:
+        off = rows * tl.num_programs(1) + seg
+        tl.store(sum_a_ptr + off, seg_a[:, None], mask=row_mask)
+        tl.store(sum_b_ptr + off, seg_b[:, None], mask=row_mask)
+
+
+@triton.jit
 def gae_kernel(
     r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
     term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
     nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     adv_ptr, s_a_n, s_a_t, tgt_ptr, s_o_n, s_o_t,
-    R, T,
+    R, T, SEG, sum_a_ptr, sum_b_ptr,
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
-    pid = tl.program_id(0).to(tl.int64)
-    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     row_mask = rows < R
+    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
-    n_chunks = tl.cdiv(T, BLOCK_T)
+    if PHASE == 2:
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+    seg_a = tl.zeros([BLOCK_N], DT)
+    seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        ts = segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T, True)
         mask = row_mask & (ts < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -88,9 +110,14 @@ def gae_kernel(
         )
         alpha = tl.where(mask, r + gk * nv - v, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm), 1.0)
-        adv, carry = scan_tile(alpha, beta, carry, True)
-        tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, adv, mask=mask)
-        tl.store(tgt_ptr + rows * s_o_n + ts * s_o_t, adv + v, mask=mask)
+        if PHASE == 1:
+            ca, cb = chunk_map(alpha, beta, True)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+        else:
+            adv, carry = scan_tile(alpha, beta, carry, True)
+            tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, adv, mask=mask)
+            tl.store(tgt_ptr + rows * s_o_n + ts * s_o_t, adv + v, mask=mask)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -100,20 +127,23 @@ def td_lambda_kernel(
     nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     out_ptr, s_o_n, s_o_t,
-    R, T,
+    R, T, SEG, sum_a_ptr, sum_b_ptr,
     HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
-    pid = tl.program_id(0).to(tl.int64)
-    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     row_mask = rows < R
+    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
-    n_chunks = tl.cdiv(T, BLOCK_T)
+    if PHASE == 2:
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+    seg_a = tl.zeros([BLOCK_N], DT)
+    seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        ts = segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T, True)
         mask = row_mask & (ts < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -131,8 +161,13 @@ def td_lambda_kernel(
         cont = (ts + 1 < T) & (done == 0)
         alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
-        out, carry = scan_tile(alpha, beta, carry, True)
-        tl.store(out_ptr + rows * s_o_n + ts * s_o_t, out, mask=mask)
+        if PHASE == 1:
+            ca, cb = chunk_map(alpha, beta, True)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+        else:
+            out, carry = scan_tile(alpha, beta, carry, True)
+            tl.store(out_ptr + rows * s_o_n + ts * s_o_t, out, mask=mask)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -143,24 +178,27 @@ def vtrace_kernel(
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     lr_ptr, s_lr_n, s_lr_t, rho_hi, rho_lo, c_hi, c_lo, pg_hi, pg_lo,
     vs_ptr, s_vs_n, s_vs_t, pg_ptr, s_pg_n, s_pg_t,
-    R, T,
+    R, T, SEG, sum_a_ptr, sum_b_ptr,
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
-    pid = tl.program_id(0).to(tl.int64)
-    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     row_mask = rows < R
+    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
+    if PHASE == 2:
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+    seg_a = tl.zeros([BLOCK_N], DT)
+    seg_b = tl.full([BLOCK_N], 1.0, DT)
     rho_bar = scalar(rho_hi, rho_lo, DT)
     c_bar = scalar(c_hi, c_lo, DT)
     pg_bar = scalar(pg_hi, pg_lo, DT)
-    n_chunks = tl.cdiv(T, BLOCK_T)
     for i in range(n_chunks):
-        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        ts = segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T, True)
         mask = row_mask & (ts < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -177,12 +215,17 @@ def vtrace_kernel(
         )
         alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm * tl.minimum(ratio, c_bar)), 1.0)
-        d, d_next, carry = scan_tile_lagged(alpha, beta, carry, True)
-        inside = (ts + 1 < T) & (done == 0)
-        q_in = r + gk * (lm * (v_next + d_next) + (1.0 - lm) * nv)
-        q = tl.where(inside, q_in, r + gk * nv)
-        tl.store(vs_ptr + rows * s_vs_n + ts * s_vs_t, v + d, mask=mask)
-        tl.store(pg_ptr + rows * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
+        if PHASE == 1:
+            ca, cb = chunk_map(alpha, beta, True)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+        else:
+            d, d_next, carry = scan_tile_lagged(alpha, beta, carry, True)
+            inside = (ts + 1 < T) & (done == 0)
+            q_in = r + gk * (lm * (v_next + d_next) + (1.0 - lm) * nv)
+            q = tl.where(inside, q_in, r + gk * nv)
+            tl.store(vs_ptr + rows * s_vs_n + ts * s_vs_t, v + d, mask=mask)
+            tl.store(pg_ptr + rows * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -215,10 +258,11 @@ def retrace_kernel(
     av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
     act_ptr, s_act_n, s_act_t, A,
     qt_ptr, s_qt_n, s_qt_t, adv_ptr, s_a_n, s_a_t,
-    R, T,
+    R, T, SEG, sum_a_ptr, sum_b_ptr,
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, ACTION_FORM: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_A: tl.constexpr,
+    PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -227,14 +271,17 @@ def retrace_kernel(
     probabilities, actions and behaviour log-probs (``lr_ptr``), at t and at t+1 (pi at
     s_{t+1} for the expectation). Otherwise ``q_ptr``/``v_ptr``/``lr_ptr`` hold them.
     """
-    pid = tl.program_id(0).to(tl.int64)
-    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     row_mask = rows < R
+    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
+    if PHASE == 2:
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+    seg_a = tl.zeros([BLOCK_N], DT)
+    seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
-    n_chunks = tl.cdiv(T, BLOCK_T)
     for i in range(n_chunks):
-        ts = (n_chunks - 1 - i).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        ts = segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T, True)
         mask = row_mask & (ts < T)
         has_next = mask & (ts + 1 < T)
         trunc, done, g, lm, gk = _prologue(
@@ -265,6 +312,11 @@ def retrace_kernel(
         )
         alpha = tl.where(mask, r + gk * nv - q, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
-        d, carry = scan_tile(alpha, beta, carry, True)
-        tl.store(qt_ptr + rows * s_qt_n + ts * s_qt_t, q + d, mask=mask)
-        tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, q + d - v, mask=mask)
+        if PHASE == 1:
+            ca, cb = chunk_map(alpha, beta, True)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+        else:
+            d, carry = scan_tile(alpha, beta, carry, True)
+            tl.store(qt_ptr + rows * s_qt_n + ts * s_qt_t, q + d, mask=mask)
+            tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, q + d - v, mask=mask)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)

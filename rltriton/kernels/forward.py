@@ -1,6 +1,7 @@
 """Fused kernel of the forward estimators: eligibility traces and episodic prefix sums.
 
-``z_t = x_t + beta_t z_{t-1}`` from ``z_{-1} = initial``. ``x`` may carry trailing
+``z_t = x_t + beta_t z_{t-1}`` from ``z_{-1} = initial``. Lanes too few to fill the GPU
+are split in time as in ``backward.py`` (PHASE 1 summaries, PHASE 2 carry-in and outputs). ``x`` may carry trailing
 feature dims, flattened to ``F`` columns; a program owns ``BLOCK_N`` (row, feature)
 lanes and walks time in chunks of ``BLOCK_T`` from the start. The coefficient is per
 step (shared by the features of a row):
@@ -15,7 +16,16 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from rltriton.kernels.scan import load_coef, load_flag, scan_tile
+from rltriton.kernels.scan import (
+    chunk_map,
+    compose,
+    load_coef,
+    load_flag,
+    scan_tile,
+    segment_carry_in,
+    segment_chunk,
+    segment_start,
+)
 
 
 @triton.jit
@@ -25,13 +35,13 @@ def forward_kernel(
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     init_ptr, s_i_n, s_i_f,
     out_ptr, s_o_n, s_o_t, s_o_f,
-    R, T, F,
+    R, F, T, SEG, sum_a_ptr, sum_b_ptr,
     KIND: tl.constexpr, HAS_DONES: tl.constexpr, HAS_INIT: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    lanes = pid * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
+    lanes = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     lane_mask = lanes < R * F
     rows = lanes // F
     feats = lanes % F
@@ -40,9 +50,15 @@ def forward_kernel(
         carry = tl.sum(carry, axis=1)
     else:
         carry = tl.zeros([BLOCK_N], DT)
-    n_chunks = tl.cdiv(T, BLOCK_T)
-    for c in range(n_chunks):
-        ts = tl.cast(c, tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
+    if PHASE == 1:
+        carry = tl.zeros([BLOCK_N], DT)
+    if PHASE == 2:
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, lanes, lane_mask, seg, tl.num_programs(1), carry, False, S_BLOCK)
+    seg_a = tl.zeros([BLOCK_N], DT)
+    seg_b = tl.full([BLOCK_N], 1.0, DT)
+    for i in range(n_chunks):
+        ts = segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T, False)
         mask = lane_mask & (ts < T)
         x = tl.load(x_ptr + rows * s_x_n + ts * s_x_t + feats * s_x_f, mask=mask, other=0.0).to(DT)
         beta = tl.full(x.shape, 1.0, DT)
@@ -58,5 +74,13 @@ def forward_kernel(
             beta = tl.where(d, 0.0, beta)
         alpha = tl.where(mask, x, 0.0)
         beta = tl.where(mask, beta, 1.0)
-        z, carry = scan_tile(alpha, beta, carry, False)
-        tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
+        if PHASE == 1:
+            ca, cb = chunk_map(alpha, beta, False)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+        else:
+            z, carry = scan_tile(alpha, beta, carry, False)
+            tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
+    if PHASE == 1:
+        off = lanes * tl.num_programs(1) + seg
+        tl.store(sum_a_ptr + off, seg_a[:, None], mask=lane_mask)
+        tl.store(sum_b_ptr + off, seg_b[:, None], mask=lane_mask)

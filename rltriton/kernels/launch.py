@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 import triton
@@ -25,13 +25,85 @@ if TYPE_CHECKING:
     from rltriton.assigner import CreditAssigner, Problem
 
 _NV_NONE, _NV_NEXT, _NV_BOOTSTRAP, _NV_LAST = 0, 1, 2, 3
-_TILE = 4096  # elements of a [BLOCK_N, BLOCK_T] tile
-_MAX_BLOCK_T = 128
+_TILE = 2048  # most elements of a [BLOCK_N, BLOCK_T] tile
+_MAX_BLOCK_T = 512
+_PROGRAMS_PER_SM = 4  # programs wanted per multiprocessor before rows are split in time
+_SPLIT_MIN_ELEMS = 1 << 18  # below this a single pass wins over a second launch
+_MAX_SEGMENTS = 1024
+_DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
 empty_like = torch.empty_like
 empty = torch.empty
+
+
+class Plan(NamedTuple):
+    """How one call is cut: tile shape, warps, and the time split (``segments`` of
+    ``seg_len`` steps; 1 segment is a single pass)."""
+
+    block_n: int
+    block_t: int
+    num_warps: int
+    segments: int
+    seg_len: int
+
+
+@functools.lru_cache(maxsize=16)
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _prev_pow2(x: int) -> int:
+    return 1 << (max(x, 1).bit_length() - 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
+    """The launch plan for R rows (lanes) of T steps. ``width`` divides the tile budget
+    (the action axis of Retrace's action form).
+
+    Rows are tiled so that there are about ``_PROGRAMS_PER_SM`` programs per SM (short rows
+    get many rows per program, long rows one); when even one row per program leaves the
+    GPU underfilled and the problem is large, rows are cut into segments run in parallel
+    (two launches: summaries, then carry-in and outputs).
+    """
+    target = _PROGRAMS_PER_SM * sms
+    block_t = min(triton.next_power_of_2(max(T, 1)), _MAX_BLOCK_T)
+    max_bn = max(1, _TILE // (block_t * width))
+    block_n = max(1, min(max_bn, _prev_pow2(R // target), triton.next_power_of_2(max(R, 1))))
+    programs = triton.cdiv(R, block_n)
+    n_chunks = triton.cdiv(T, block_t)
+    segments, seg_len = 1, n_chunks * block_t
+    if programs < target and n_chunks > 1 and R * T >= _SPLIT_MIN_ELEMS:
+        want = min(n_chunks, triton.cdiv(2 * target, programs), _MAX_SEGMENTS)
+        per_seg = triton.cdiv(n_chunks, want)
+        segments, seg_len = triton.cdiv(n_chunks, per_seg), per_seg * block_t
+    elems = block_n * block_t * width
+    num_warps = 4 if elems >= 1024 else (2 if elems >= 256 else 1)
+    return Plan(block_n, block_t, num_warps, segments, seg_len)
+
+
+def plan_for(R: int, T: int, device: torch.device, width: int = 1) -> Plan:
+    sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
+        if device.type == "cuda" else _DEFAULT_SMS
+    return plan(R, T, width, sms)
+
+
+def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
+    """One pass (PHASE 0), or the two passes of the time split. ``args`` are the kernel's
+    arguments up to ``T`` (exclusive); ``lanes`` rows are tiled by the plan."""
+    rows_grid = triton.cdiv(lanes, pl.block_n)
+    common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps, **meta)
+    if pl.segments == 1:
+        kernel[(rows_grid, 1)](*args, T, pl.seg_len, args[0], args[0], PHASE=0, S_BLOCK=1, **common)
+        return
+    sum_a = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
+    sum_b = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
+    grid = (rows_grid, pl.segments)
+    s_block = triton.next_power_of_2(pl.segments)
+    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=1, S_BLOCK=s_block, **common)
+    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=2, S_BLOCK=s_block, **common)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -40,15 +112,6 @@ def split_scalar(x: float) -> tuple[float, float]:
     hi = struct.unpack("f", struct.pack("f", x))[0]
     lo = struct.unpack("f", struct.pack("f", x - hi))[0]
     return hi, lo
-
-
-@functools.lru_cache(maxsize=4096)
-def tile_config(R: int, T: int, width: int = 1) -> tuple[int, int]:
-    """(BLOCK_N, BLOCK_T) for R rows of T steps; ``width`` divides the tile budget (the
-    action axis of Retrace's action form)."""
-    block_t = min(triton.next_power_of_2(max(T, 1)), _MAX_BLOCK_T)
-    block_n = max(1, min(triton.next_power_of_2(max(R, 1)), _TILE // (block_t * width)))
-    return block_n, block_t
 
 
 def _rows(x: Tensor, T: int) -> Tensor:
@@ -119,37 +182,33 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     R = p.shape.numel() // T
     common, meta, dummy = _common(p)
     r = _rows(p.tensors["rewards"], T)
-    block_n, block_t = tile_config(R, T)
-    grid = (triton.cdiv(R, block_n),)
     like = p.tensors["rewards"]
+    pl = plan_for(R, T, p.device)
     if kind == "gae":
         v = _rows(p.tensors["values"], T)
         adv, adv2 = _output(p, like)
         tgt, tgt2 = _output(p, like)
-        gae_kernel[grid](
-            r, *_st(r), v, *_st(v), *common, adv2, *_st(adv2), tgt2, *_st(tgt2), R, T,
-            **meta, BLOCK_N=block_n, BLOCK_T=block_t,
-        )
+        args = [r, *_st(r), v, *_st(v), *common, adv2, *_st(adv2), tgt2, *_st(tgt2), R]
+        _launch(gae_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return adv, tgt
     if kind == "td_lambda":
         values = p.tensors.get("values")
         v = None if values is None else _rows(values, T)
         out, out2 = _output(p, like)
-        td_lambda_kernel[grid](
-            r, *_st(r), v if v is not None else dummy, *_st(v), *common, out2, *_st(out2), R, T,
-            HAS_VALUES=v is not None, **meta, BLOCK_N=block_n, BLOCK_T=block_t,
-        )
+        args = [r, *_st(r), v if v is not None else dummy, *_st(v), *common, out2, *_st(out2), R]
+        _launch(td_lambda_kernel, R, T, pl, args, {**meta, "HAS_VALUES": v is not None}, p.dtype, p.device)
         return (out,)
     if kind == "vtrace":
         v = _rows(p.tensors["values"], T)
         lr = _rows(p.tensors["log_rhos"], T)
         vs, vs2 = _output(p, like)
         pg, pg2 = _output(p, like)
-        vtrace_kernel[grid](
+        args = [
             r, *_st(r), v, *_st(v), *common, lr, *_st(lr),
             *split_scalar(assigner.rho_bar), *split_scalar(assigner.c_bar), *split_scalar(assigner.pg_rho_bar),
-            vs2, *_st(vs2), pg2, *_st(pg2), R, T, **meta, BLOCK_N=block_n, BLOCK_T=block_t,
-        )
+            vs2, *_st(vs2), pg2, *_st(pg2), R,
+        ]
+        _launch(vtrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return vs, pg
     if kind == "retrace":
         qt, qt2 = _output(p, like)
@@ -162,24 +221,21 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
             act = _rows(p.tensors["actions"], T)
             lr = _rows(p.tensors["behavior_log_probs"], T)
             block_a = triton.next_power_of_2(A)
-            block_n, block_t = tile_config(R, T, block_a)
-            grid = (triton.cdiv(R, block_n),)
+            pl = plan_for(R, T, p.device, block_a)
             q = v = dummy
             av_args = [av3, *av3.stride(), pi3, *pi3.stride(), act, *_st(act), A]
-            action_form = True
         else:
             q = _rows(p.tensors["q_values"], T)
             v = _rows(p.tensors["state_values"], T)
             lr = _rows(p.tensors["log_rhos"], T)
             block_a = 1
             av_args = [dummy, 0, 0, 0, dummy, 0, 0, 0, dummy, 0, 0, 1]
-            action_form = False
-        retrace_kernel[grid](
-            r, *_st(r), v, *_st(v), *common,
-            q, *_st(q), lr, *_st(lr), *split_scalar(assigner.c_bar),
-            *av_args, qt2, *_st(qt2), adv2, *_st(adv2), R, T,
-            **meta, ACTION_FORM=action_form, BLOCK_N=block_n, BLOCK_T=block_t, BLOCK_A=block_a,
-        )
+        args = [
+            r, *_st(r), v, *_st(v), *common, q, *_st(q), lr, *_st(lr), *split_scalar(assigner.c_bar),
+            *av_args, qt2, *_st(qt2), adv2, *_st(adv2), R,
+        ]
+        meta = {**meta, "ACTION_FORM": "action_values" in p.tensors, "BLOCK_A": block_a}
+        _launch(retrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return qt, adv
     raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")
 
@@ -206,18 +262,16 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     init2 = None if init is None else init.reshape(R, F)
     g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma, T, x3)
     lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam, T, x3)
-    if kind == "traces":
-        k = 0
-    else:
-        k = 1 if assigner.boundary == "ends_at" else 2
-    block_n, block_t = tile_config(R * F, T)
-    grid = (triton.cdiv(R * F, block_n),)
-    forward_kernel[grid](
+    k = 0 if kind == "traces" else (1 if assigner.boundary == "ends_at" else 2)
+    args = [
         x3, *x3.stride(), d2 if d2 is not None else x3, *_st(d2),
         g, sgn, sgt, ghi, glo, lm, sln, slt, lhi, llo,
         init2 if init2 is not None else x3, *((0, 0) if init2 is None else init2.stride()),
-        out3, *out3.stride(), R, T, F,
+        out3, *out3.stride(), R, F,
+    ]
+    meta = dict(
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
-        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), BLOCK_N=block_n, BLOCK_T=block_t,
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p),
     )
+    _launch(forward_kernel, R * F, T, plan_for(R * F, T, p.device), args, meta, p.dtype, p.device)
     return (out,)

@@ -134,3 +134,67 @@ def next_state_values(
             lv = tl.load(lv_ptr + rows * s_lv_n, mask=row_mask, other=0.0).to(DT)
             nv = tl.where(ts == T - 1, lv, nv)
     return nv
+
+
+# --- time split -----------------------------------------------------------------------
+#
+# When rows alone cannot fill the GPU, each row is cut into S segments of SEG steps that
+# programs handle in parallel. PHASE 1 scans every segment from a zero carry and stores
+# the segment's composed map (A, B) ("summary"); PHASE 2 composes the summaries of the
+# segments that come before it in scan order into its carry-in, rescans and writes the
+# outputs. PHASE 0 is the single pass over whole rows (S = 1).
+
+
+@triton.jit
+def chunk_map(alpha, beta, REVERSE: tl.constexpr):
+    """The composed map (A, B) of a whole [BN, BT] tile in scan order, as two [BN]."""
+    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REVERSE)
+    return last_in_scan_order(a, REVERSE), last_in_scan_order(b, REVERSE)
+
+
+@triton.jit
+def compose(sa, sb, ca, cb):
+    """Running segment map (sa, sb), already scanned, followed by a chunk map (ca, cb)."""
+    return ca + cb * sa, cb * sb
+
+
+@triton.jit
+def segment_carry_in(
+    sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr, S_BLOCK: tl.constexpr,
+):
+    """The carry entering segment ``seg`` of each row: the composition of the summaries
+    of every segment before it in scan order (after it in time for REVERSE) applied to
+    ``init`` [BN]. Summaries are [R, n_segs] row-major; rows is [BN, 1]."""
+    segs = tl.arange(0, S_BLOCK)[None, :]
+    if REVERSE:
+        use = (segs > seg) & (segs < n_segs)
+        pick = segs == seg + 1
+    else:
+        use = segs < seg
+        pick = segs == seg - 1
+    m = row_mask & use
+    a = tl.load(sum_a_ptr + rows * n_segs + segs, mask=m, other=0.0)
+    b = tl.load(sum_b_ptr + rows * n_segs + segs, mask=m, other=1.0)
+    ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine, reverse=REVERSE)
+    sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
+    sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
+    first = seg == n_segs - 1 if REVERSE else seg == 0
+    return tl.where(first, init, sel_a + sel_b * init)
+
+
+@triton.jit
+def segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
+    """Time indices [1, BLOCK_T] (int64) of the i-th chunk of segment ``seg`` in scan order."""
+    if REVERSE:
+        c = n_chunks - 1 - i
+    else:
+        c = i
+    return tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+
+
+@triton.jit
+def segment_start(SEG, T, BLOCK_T: tl.constexpr):
+    """(segment index, number of chunks in it) of this program (axis 1 of the grid)."""
+    seg = tl.program_id(1)
+    seg_len = tl.minimum(SEG, T - tl.cast(seg, tl.int64) * SEG)
+    return seg, tl.cdiv(seg_len, BLOCK_T)

@@ -1,0 +1,796 @@
+"""Side-by-side benchmark of rltriton against the streaming floor and its peers (BENCHMARKS.md).
+
+    python benchmarks/run.py --grid quick --out DIR          # on the GPU
+    python benchmarks/run.py --smoke --out /tmp/bench_smoke  # CPU, harness check only
+
+For every estimator and shape: fresh random inputs; every candidate's output checked against
+the float64 oracle before its time counts (a wrong candidate is timed and flagged); then the
+candidates are timed interleaved (floor, rltriton, peers, floor, rltriton, peers, ...) for
+``--rounds`` rounds, keeping the minimum of each figure: the full call (common.full_call_us)
+and the device time (common.device_time_us, CUDA-graph replay). Results go to
+``<out>/<date>-<gpu>-<grid>[-trunc].{json,md}`` and ``...-<estimator>.png``; the JSON and
+markdown are rewritten after every row, so a run cut short still leaves its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+HBM_BYTES_PER_S = 4.3e12  # H200 copy bandwidth used for the bandwidth floor
+
+GRIDS: dict[str, list[tuple[int, int]]] = {
+    "classic": [(64, 512), (128, 1024), (256, 1024), (512, 128), (512, 512), (512, 2048), (512, 4096),
+                (4096, 128), (4096, 512), (4096, 2048), (16384, 128), (16384, 512)],
+    "massive": [(n, t) for n in (4096, 8192, 16384, 32768) for t in (8, 16, 32, 64, 128)],
+    "long": [(64, 65536), (16, 131072), (16, 262144), (1, 1048576)],
+    "quick": [(4096, 128), (16384, 512), (512, 4096), (32768, 8), (32768, 64), (16, 262144), (1, 1048576)],
+}
+SMOKE_SHAPES = [("classic", (4, 16)), ("massive", (64, 8)), ("long", (2, 300))]
+LONG_GOAL_SHAPES = {(16, 262144), (1, 1048576)}
+PEERS = ("torch.compile", "torchrl", "cleanrl", "rl-triton", "pufferlib")
+
+
+def category(shape: tuple[int, int]) -> str:
+    """classic / massive / long, for the goal checks (a shape of two grids counts as classic)."""
+    if shape in GRIDS["long"] or shape[1] > 16384:
+        return "long"
+    if shape in GRIDS["classic"]:
+        return "classic"
+    if shape in GRIDS["massive"]:
+        return "massive"
+    return "classic"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--grid", default="quick", help="comma list of classic,massive,long,quick (default quick)")
+    p.add_argument("--shapes", default="", help="extra/override shapes, e.g. 4096x128,16x262144")
+    p.add_argument("--estimators", default="all",
+                   help="comma list of gae,td_lambda,discounted_returns,vtrace,retrace,traces,prefix_sum or all")
+    p.add_argument("--peers", default="all", help=f"comma list of {','.join(PEERS)} or all / none")
+    p.add_argument("--compile-for", default="gae,retrace",
+                   help="estimators that get the torch.compile doubling-scan peer (default gae,retrace; 'all')")
+    p.add_argument("--truncations", action="store_true", help="add 5%% truncations with bootstrap_values")
+    p.add_argument("--torch-backend", action="store_true", help="also time rltriton's torch backend")
+    p.add_argument("--gamma", type=float, default=0.99)
+    p.add_argument("--lam", type=float, default=0.95)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (min over rounds is kept)")
+    p.add_argument("--calls", type=int, default=50, help="calls per trial of the full-call figure")
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--graph-calls", type=int, default=50, help="calls captured per CUDA graph")
+    p.add_argument("--max-minutes", type=float, default=9.0,
+                   help="stop starting new rows after this long (results so far are written)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="output folder")
+    p.add_argument("--tag", default="", help="extra suffix for the output file names")
+    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--smoke", action="store_true",
+                   help="CPU harness check: tiny shapes, TRITON_INTERPRET=1, perf_counter timing")
+    return p.parse_args(argv)
+
+
+ARGS = parse_args()
+if ARGS.smoke:
+    # before anything imports triton kernels: the interpreter runs them on CPU tensors
+    os.environ["TRITON_INTERPRET"] = "1"
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+import rltriton as rt  # noqa: E402
+from benchmarks import common  # noqa: E402
+from benchmarks import peers as P  # noqa: E402
+
+
+# --------------------------------------------------------------------------------------------
+# Environment
+# --------------------------------------------------------------------------------------------
+
+
+def git_commit() -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    try:
+        info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                        check=True, timeout=10).stdout.strip()
+        st = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=10).stdout
+        info["dirty_files"] = [ln[3:] for ln in st.splitlines() if ln.strip()]
+        return info
+    except Exception:  # noqa: BLE001 - no git binary, or no repository: read .git by hand
+        pass
+    head = ROOT / ".git" / "HEAD"
+    try:
+        h = head.read_text().strip()
+        if h.startswith("ref:"):
+            ref = h.split(None, 1)[1]
+            f = ROOT / ".git" / ref
+            if f.exists():
+                info["commit"] = f.read_text().strip()
+            else:
+                packed = ROOT / ".git" / "packed-refs"
+                for ln in packed.read_text().splitlines() if packed.exists() else []:
+                    if ln.endswith(" " + ref):
+                        info["commit"] = ln.split()[0]
+            info.setdefault("commit", f"unknown ({ref})")
+        else:
+            info["commit"] = h
+        info["source"] = ".git/HEAD"
+    except Exception:  # noqa: BLE001
+        info["commit"] = "unknown (no git, no .git/HEAD)"
+    return info
+
+
+def gpu_name() -> str:
+    if ARGS.smoke or not torch.cuda.is_available():
+        return "cpu-" + (platform.processor() or platform.machine() or "host")
+    return torch.cuda.get_device_name(0)
+
+
+def slug(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
+
+
+def versions() -> dict[str, Any]:
+    v: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "triton": triton.__version__,
+        "rltriton": getattr(rt, "__version__", "?"),
+        "platform": platform.platform(),
+    }
+    for mod in ("torchrl", "tensordict", "pufferlib", "matplotlib"):
+        try:
+            m = __import__(mod)
+            v[mod] = getattr(m, "__version__", "?")
+        except Exception:  # noqa: BLE001
+            v[mod] = None
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------
+
+
+def sync() -> None:
+    if not ARGS.smoke:
+        torch.cuda.synchronize()
+
+
+def one_call_us(fn) -> float:
+    sync()
+    a = time.perf_counter()
+    fn()
+    sync()
+    return (time.perf_counter() - a) * 1e6
+
+
+def plan(t0_us: float) -> dict[str, int]:
+    """Timing effort for a candidate whose single call takes ``t0_us``: the BENCHMARKS.md
+    protocol for anything under 2 ms, fewer calls (noted in the results) for slow ones."""
+    if ARGS.smoke:
+        return {"calls": 3, "trials": 2, "warmup": 1, "graph_calls": 0, "rounds": min(ARGS.rounds, 2)}
+    if t0_us < 2000:
+        return {"calls": ARGS.calls, "trials": ARGS.trials, "warmup": ARGS.warmup,
+                "graph_calls": ARGS.graph_calls, "rounds": ARGS.rounds}
+    calls = max(3, min(ARGS.calls, int(3e5 / t0_us)))
+    return {"calls": calls, "trials": 2, "warmup": 2, "graph_calls": max(1, min(ARGS.graph_calls, int(1e5 / t0_us))),
+            "rounds": 1 if t0_us > 2e4 else ARGS.rounds}
+
+
+def full_us(fn, pl: dict[str, int]) -> float:
+    if ARGS.smoke:
+        return common.perf_counter_us(fn, calls=pl["calls"], trials=pl["trials"], warmup=pl["warmup"])
+    return common.full_call_us(fn, calls=pl["calls"], trials=pl["trials"], warmup=pl["warmup"])
+
+
+def device_us(fn, pl: dict[str, int]) -> float:
+    return common.device_time_us(fn, graph_calls=pl["graph_calls"])
+
+
+# --------------------------------------------------------------------------------------------
+# One row: an estimator at one shape
+# --------------------------------------------------------------------------------------------
+
+
+class Entry:
+    """A timed call (a candidate or the floor) and its figures."""
+
+    def __init__(self, name: str, fn, capturable: bool, note: str = "") -> None:
+        self.name, self.fn, self.capturable = name, fn, capturable
+        self.notes = [note] if note else []
+        self.full: float | None = None
+        self.device: float | None = None
+        self.plan: dict[str, int] | None = None
+        self.check: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.rounds_done = 0
+
+    def record(self) -> dict[str, Any]:
+        d = {"full_us": self.full, "device_us": self.device, "notes": self.notes, "plan": self.plan,
+             "rounds": self.rounds_done}
+        if self.check is not None:
+            d.update({"ok": self.check["ok"], "max_abs_err": self.check["max_abs_err"], "check": self.check})
+        if self.error:
+            d["error"] = self.error
+        return d
+
+
+def short_exc(exc: BaseException) -> str:
+    s = f"{type(exc).__name__}: {exc}"
+    return s if len(s) < 400 else s[:400] + " ..."
+
+
+def build_candidates(est: str, ro: P.Rollout, status: dict[str, tuple[bool, str]]) -> tuple[list[P.Candidate],
+                                                                                           dict[str, str]]:
+    backend = "triton"
+    cands: list[P.Candidate] = [P.rltriton_candidate(ro, backend)]
+    skipped: dict[str, str] = {}
+    if ARGS.torch_backend or ARGS.smoke:
+        cands.append(P.rltriton_candidate(ro, "torch", name="rltriton[torch]"))
+    if est == "vtrace":
+        cands.append(P.rltriton_logp_candidate(ro, backend))
+    compile_for = P.ESTIMATORS if ARGS.compile_for == "all" else tuple(ARGS.compile_for.split(","))
+    makers = {
+        "torch.compile": lambda: P.torch_compile_candidate(ro) if est in compile_for else (_ for _ in ()).throw(
+            P.Skip(f"not in --compile-for ({ARGS.compile_for})")),
+        "torchrl": lambda: P.torchrl_candidate(ro),
+        "cleanrl": lambda: P.cleanrl_candidate(ro),
+        "rl-triton": lambda: P.rl_triton_candidate(ro),
+        "pufferlib": lambda: P.pufferlib_candidate(ro),
+    }
+    for name in selected_peers():
+        ok, why = status.get(name, (True, ""))
+        if not ok:
+            skipped[name] = why
+            continue
+        try:
+            cands.append(makers[name]())
+        except P.Skip as s:
+            skipped[name] = str(s)
+        except Exception as exc:  # noqa: BLE001
+            skipped[name] = "adapter failed: " + short_exc(exc)
+    return cands, skipped
+
+
+def selected_peers() -> list[str]:
+    if ARGS.peers == "none":
+        return []
+    if ARGS.peers == "all":
+        return list(PEERS)
+    return [p for p in ARGS.peers.split(",") if p]
+
+
+def run_row(est: str, shape: tuple[int, int], cat: str, status, seed: int) -> dict[str, Any]:
+    N, T = shape
+    dev = "cpu" if ARGS.smoke else "cuda"
+    row: dict[str, Any] = {"estimator": est, "shape": [N, T], "category": cat, "truncations": ARGS.truncations,
+                           "candidates": {}, "skipped": {}, "errors": []}
+    t_start = time.perf_counter()
+    ro = P.make_rollout(est, N, T, device=dev, truncations=ARGS.truncations, gamma=ARGS.gamma, lam=ARGS.lam,
+                        seed=seed)
+    oracle = "torch64" if cat == "long" else "reference"
+    row["oracle"] = {"reference": "rt.reference (float64, CPU)",
+                     "torch64": "rltriton torch backend in float64 on the device"}[oracle]
+    ref = P.reference_outputs(ro, oracle)
+    row["oracle_s"] = round(time.perf_counter() - t_start, 3)
+
+    # floor: reads our per-step inputs, writes as many float32 [N, T] outputs as we return
+    ins = P.floor_io(ro)
+    outs = [torch.empty(N, T, device=dev) for _ in P.OUTPUT_NAMES[est]]
+    nbytes = sum(x.numel() * x.element_size() for x in ins + outs)
+    row["bytes"] = nbytes
+    row["floor_inputs"] = [f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in ins]
+    row["bw_floor_us"] = nbytes / HBM_BYTES_PER_S * 1e6
+    entries = [Entry("floor", common.stream_floor_any(ins, outs), True, "streaming Triton kernel, same bytes")]
+
+    cands, skipped = build_candidates(est, ro, status)
+    row["skipped"] = skipped
+    for c in cands:
+        e = Entry(c.name, c.fn, c.capturable and not ARGS.smoke, c.note)
+        if not c.capturable:
+            e.notes.append("device = None: not CUDA-graph capturable")
+        try:
+            result = c.fn()  # first call: JIT/compile, then the correctness check
+            sync()
+            e.check = P.check(c.outputs(result), ref, T)
+            del result
+        except Exception as exc:  # noqa: BLE001
+            e.error = "first call failed: " + short_exc(exc)
+            row["errors"].append(f"{c.name}: {e.error}")
+            row["candidates"][c.name] = e.record()
+            _recover()
+            continue
+        entries.append(e)
+
+    # timing effort per entry, from one warm call
+    for e in entries:
+        try:
+            e.plan = plan(one_call_us(e.fn))
+        except Exception as exc:  # noqa: BLE001
+            e.error = "timing failed: " + short_exc(exc)
+    live = [e for e in entries if e.error is None]
+    n_rounds = max((e.plan["rounds"] for e in live), default=0)
+    for rnd in range(n_rounds):
+        for e in live:
+            if e.error is not None or rnd >= e.plan["rounds"]:
+                continue
+            try:
+                f = full_us(e.fn, e.plan)
+                e.full = f if e.full is None else min(e.full, f)
+                if e.capturable and e.plan["graph_calls"] > 0:
+                    d = device_us(e.fn, e.plan)
+                    e.device = d if e.device is None else min(e.device, d)
+                e.rounds_done = rnd + 1
+            except Exception as exc:  # noqa: BLE001
+                msg = short_exc(exc)
+                if e.capturable and e.full is not None and e.device is None and "captur" in msg.lower():
+                    e.capturable = False
+                    e.notes.append("device = None: CUDA-graph capture failed: " + msg)
+                else:
+                    e.error = "timing failed: " + msg
+                    row["errors"].append(f"{e.name}: {e.error}")
+                _recover()
+    for e in entries:
+        if e.plan and e.plan["calls"] < ARGS.calls and not ARGS.smoke:
+            e.notes.append(f"slow: {e.plan['calls']} calls x {e.plan['trials']} trials, "
+                           f"{e.plan['graph_calls']} per graph, {e.plan['rounds']} round(s)")
+        if ARGS.smoke and e.capturable is False and not any("device = None" in n for n in e.notes):
+            pass
+    row["floor"] = entries[0].record()
+    for e in entries[1:]:
+        row["candidates"][e.name] = e.record()
+    row["seconds"] = round(time.perf_counter() - t_start, 2)
+    del ro, ref, ins, outs, entries, cands
+    _recover()
+    return row
+
+
+def _recover() -> None:
+    if ARGS.smoke:
+        return
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+# --------------------------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------------------------
+
+
+def fmt(x: float | None, nd: int = 1) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    if x >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{nd}f}"
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+def cand_cell(c: dict[str, Any] | None, key: str) -> str:
+    if c is None:
+        return "—"
+    s = fmt(c.get(key))
+    if c.get("ok") is False:
+        s += " ✗"
+    return s
+
+
+def goal_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The goals of BENCHMARKS.md, one verdict per row and goal."""
+    out = []
+    for r in rows:
+        ours = r["candidates"].get("rltriton")
+        if not ours or ours.get("device_us") is None:
+            continue
+        shape = tuple(r["shape"])
+        tag = f"{r['estimator']} {shape[0]}x{shape[1]}"
+        fl = r["floor"]
+        if r["category"] in ("classic", "massive"):
+            q = ratio(ours["device_us"], fl.get("device_us"))
+            out.append({"row": tag, "goal": "device <= 1.25 x floor", "value": q,
+                        "pass": q is not None and q <= 1.25})
+        else:
+            q = ratio(ours["device_us"], r["bw_floor_us"])
+            goal = "device <= 2 x bandwidth floor" + (" (goal row)" if shape in LONG_GOAL_SHAPES else "")
+            out.append({"row": tag, "goal": goal, "value": q, "pass": q is not None and q <= 2.0})
+        if ours.get("full_us") is not None and fl.get("full_us") is not None:
+            d = ours["full_us"] - fl["full_us"]
+            out.append({"row": tag, "goal": "full call <= floor full call + 5 us", "value": d, "pass": d <= 5.0})
+        for peer in ("rl-triton", "pufferlib"):
+            pc = r["candidates"].get(peer)
+            if not pc or pc.get("full_us") is None:
+                continue
+            fast_dev = pc.get("device_us") is None or ours["device_us"] <= pc["device_us"]
+            fast_full = ours["full_us"] is not None and ours["full_us"] <= pc["full_us"]
+            q = ratio(pc.get("device_us"), ours["device_us"])
+            out.append({"row": tag, "goal": f"ahead of {peer} (device and full call)", "value": q,
+                        "pass": bool(fast_dev and fast_full)})
+        if ours.get("ok") is False:
+            out.append({"row": tag, "goal": "rltriton correct", "value": ours.get("max_abs_err"), "pass": False})
+    return out
+
+
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    L: list[str] = []
+    L.append(f"# rltriton benchmark — {meta['gpu']} — {meta['grid']}{' (truncations)' if meta['truncations'] else ''}")
+    L.append("")
+    L.append(f"{meta['date']} · commit `{meta['git'].get('commit', '?')}`"
+             + (f" (+{len(meta['git']['dirty_files'])} modified files)" if meta["git"].get("dirty_files") else "")
+             + f" · torch {meta['versions']['torch']} · triton {meta['versions']['triton']} · "
+             f"python {meta['versions']['python']}")
+    L.append("")
+    L.append(f"`{meta['command']}`")
+    L.append("")
+    L.append("Times in µs. **device**: CUDA-graph replay per call; **full**: events around one call "
+             "after a synchronize (median per trial, min over trials), min over interleaved rounds. "
+             "floor: streaming Triton kernel moving the same bytes; bw floor: bytes / 4.3e12 B/s. "
+             "✗: output does not match the float64 oracle (timed anyway). —: not run / not capturable.")
+    L.append("")
+    L.append("Peers: " + "; ".join(f"**{k}**: {v[1]}" for k, v in meta["peer_status"].items()))
+    L.append("")
+    ests = [e for e in P.ESTIMATORS if any(r["estimator"] == e for r in rows)]
+    for est in ests:
+        rs = [r for r in rows if r["estimator"] == est]
+        names = []
+        for r in rs:
+            for n in r["candidates"]:
+                if n != "rltriton" and n not in names:
+                    names.append(n)
+        L.append(f"## {est}")
+        L.append("")
+        for key, title in (("device_us", "Device time (µs)"), ("full_us", "Full call (µs)")):
+            L.append(f"### {title}")
+            L.append("")
+            hdr = ["shape", "floor", "bw floor", "rltriton", "rltriton / floor"]
+            for n in names:
+                hdr += [n, f"{n} / rltriton"]
+            L.append("| " + " | ".join(hdr) + " |")
+            L.append("|" + " --- |" * len(hdr))
+            for r in rs:
+                ours = r["candidates"].get("rltriton")
+                o = ours.get(key) if ours else None
+                fl = r["floor"].get(key)
+                cells = [f"{r['shape'][0]}x{r['shape'][1]}", fmt(fl), fmt(r["bw_floor_us"], 2) if key == "device_us"
+                         else "", cand_cell(ours, key), fmt(ratio(o, fl), 2)]
+                for n in names:
+                    c = r["candidates"].get(n)
+                    if c is None:
+                        cells += ["skip" if n in r["skipped"] else "—", ""]
+                    else:
+                        cells += [cand_cell(c, key), fmt(ratio(c.get(key), o), 2)]
+                L.append("| " + " | ".join(cells) + " |")
+            L.append("")
+        L.append("### Correctness (max abs error vs the oracle; tolerance of tests/rollouts.py)")
+        L.append("")
+        L.append("| shape | oracle | " + " | ".join(["rltriton"] + names) + " |")
+        L.append("|" + " --- |" * (2 + 1 + len(names)))
+        for r in rs:
+            cells = [f"{r['shape'][0]}x{r['shape'][1]}", "ref64" if r["oracle"].startswith("rt.") else "torch64"]
+            for n in ["rltriton"] + names:
+                c = r["candidates"].get(n)
+                if c is None:
+                    cells.append("skip" if n in r["skipped"] else "—")
+                elif c.get("error"):
+                    cells.append("error")
+                else:
+                    err = c.get("max_abs_err")
+                    cells.append(("pass " if c.get("ok") else "**FAIL** ") + (f"{err:.1e}" if err is not None else "?"))
+            L.append("| " + " | ".join(cells) + " |")
+        L.append("")
+        notes = {}
+        for r in rs:
+            for n, why in r["skipped"].items():
+                notes.setdefault(f"{n} skipped", set()).add(why)
+            for n, c in r["candidates"].items():
+                for nt in c.get("notes", []):
+                    notes.setdefault(n, set()).add(nt)
+                if c.get("error"):
+                    notes.setdefault(n, set()).add(c["error"])
+        if notes:
+            L.append("Notes:")
+            L.append("")
+            for k, v in notes.items():
+                for x in sorted(v):
+                    L.append(f"- {k}: {x}")
+            L.append("")
+    checks = goal_checks(rows)
+    L.append("## Goal checks (BENCHMARKS.md)")
+    L.append("")
+    if checks:
+        n_pass = sum(c["pass"] for c in checks)
+        L.append(f"{n_pass} of {len(checks)} pass.")
+        L.append("")
+        L.append("| row | goal | value | verdict |")
+        L.append("| --- | --- | --- | --- |")
+        for c in checks:
+            L.append(f"| {c['row']} | {c['goal']} | {fmt(c['value'], 2) if c['value'] is not None else '—'} | "
+                     f"{'pass' if c['pass'] else '**FAIL**'} |")
+    else:
+        L.append("No device figures (smoke run or nothing measured).")
+    L.append("")
+    if meta.get("notes"):
+        L.append("## Run notes")
+        L.append("")
+        for n in meta["notes"]:
+            L.append(f"- {n}")
+        L.append("")
+    return "\n".join(L)
+
+
+def plots(rows: list[dict[str, Any]], stem: Path) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as exc:  # noqa: BLE001
+        return [f"no plots: matplotlib unavailable ({type(exc).__name__})"]
+    written = []
+    for est in P.ESTIMATORS:
+        rs = [r for r in rows if r["estimator"] == est]
+        if not rs:
+            continue
+        envs = sorted({r["shape"][0] for r in rs})
+        names = ["floor", "bw floor"]
+        for r in rs:
+            for n in r["candidates"]:
+                if n not in names:
+                    names.append(n)
+        ncol = min(len(envs), 5)
+        nblk = -(-len(envs) // ncol)
+        fig, axes = plt.subplots(2 * nblk, ncol, figsize=(3.6 * ncol, 3.0 * 2 * nblk), squeeze=False)
+        for i, n_env in enumerate(envs):
+            blk, col = divmod(i, ncol)
+            sub = sorted((r for r in rs if r["shape"][0] == n_env), key=lambda r: r["shape"][1])
+            for k, (key, label) in enumerate((("device_us", "device µs"), ("full_us", "full call µs"))):
+                ax = axes[2 * blk + k][col]
+                for n in names:
+                    xs, ys = [], []
+                    for r in sub:
+                        if n == "floor":
+                            y = r["floor"].get(key)
+                        elif n == "bw floor":
+                            y = r["bw_floor_us"] if key == "device_us" else None
+                        else:
+                            y = (r["candidates"].get(n) or {}).get(key)
+                        if y is not None and y > 0:
+                            xs.append(r["shape"][1])
+                            ys.append(y)
+                    if xs:
+                        style = "--" if n in ("floor", "bw floor") else "-"
+                        ax.plot(xs, ys, style, marker="o", ms=3, label=n)
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_title(f"{est}  N={n_env}", fontsize=9)
+                ax.set_xlabel("seq_len", fontsize=8)
+                ax.set_ylabel(label, fontsize=8)
+                ax.tick_params(labelsize=7)
+                ax.grid(True, which="both", alpha=0.3)
+        for j in range(len(envs), nblk * ncol):
+            blk, col = divmod(j, ncol)
+            axes[2 * blk][col].axis("off")
+            axes[2 * blk + 1][col].axis("off")
+        handles, labels = [], []
+        for ax in axes.flat:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+        fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 8), fontsize=8)
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
+        path = Path(f"{stem}-{est}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
+    return written
+
+
+def short_table(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'estimator':<18} {'shape':>12} {'floor':>8} {'ours':>8} {'/floor':>6} {'full':>8}  peers (device µs, ✗ = wrong)"]
+    for r in rows:
+        ours = r["candidates"].get("rltriton") or {}
+        fl = r["floor"]
+        o = ours.get("device_us") if ours.get("device_us") is not None else ours.get("full_us")
+        f = fl.get("device_us") if fl.get("device_us") is not None else fl.get("full_us")
+        peers = []
+        for n, c in r["candidates"].items():
+            if n == "rltriton":
+                continue
+            t = c.get("device_us") if c.get("device_us") is not None else c.get("full_us")
+            mark = " ✗" if c.get("ok") is False else ""
+            peers.append(f"{n}={fmt(t)}{'' if c.get('device_us') is not None else '(full)'}{mark}")
+        bad = " ✗" if ours.get("ok") is False else ""
+        lines.append(f"{r['estimator']:<18} {r['shape'][0]:>5}x{r['shape'][1]:<7}{fmt(f):>8} {fmt(o):>8}{bad} "
+                     f"{fmt(ratio(o, f), 2):>6} {fmt(ours.get('full_us')):>8}  " + ", ".join(peers))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def parse_shapes(spec: str) -> list[tuple[int, int]]:
+    out = []
+    for s in spec.split(","):
+        s = s.strip().lower()
+        if s:
+            n, t = s.split("x")
+            out.append((int(n), int(t)))
+    return out
+
+
+def main() -> int:
+    t_begin = time.perf_counter()
+    if not ARGS.smoke and not torch.cuda.is_available():
+        print("no CUDA device: run on the GPU, or use --smoke for the CPU harness check", file=sys.stderr)
+        return 2
+    grids = [g for g in ARGS.grid.split(",") if g]
+    for g in grids:
+        if g not in GRIDS:
+            print(f"unknown grid {g!r}; choose from {', '.join(GRIDS)}", file=sys.stderr)
+            return 2
+    ests = list(P.ESTIMATORS) if ARGS.estimators == "all" else [e for e in ARGS.estimators.split(",") if e]
+    for e in ests:
+        if e not in P.ESTIMATORS:
+            print(f"unknown estimator {e!r}; choose from {', '.join(P.ESTIMATORS)}", file=sys.stderr)
+            return 2
+    for p in selected_peers():
+        if p not in PEERS:
+            print(f"unknown peer {p!r}; choose from {', '.join(PEERS)}", file=sys.stderr)
+            return 2
+
+    # shapes: (category, shape), deduplicated in grid order
+    shapes: list[tuple[str, tuple[int, int]]] = []
+    if ARGS.smoke:
+        shapes = list(SMOKE_SHAPES)
+        grid_tag = "smoke"
+    else:
+        for g in grids:
+            for s in GRIDS[g]:
+                if all(s != x for _, x in shapes):
+                    shapes.append((category(s), s))
+        grid_tag = "+".join(grids)
+    if ARGS.shapes:
+        extra = parse_shapes(ARGS.shapes)
+        shapes = [(category(s), s) for s in extra] if not ARGS.smoke else [("classic", s) for s in extra]
+        grid_tag = "custom"
+
+    # peers available in this process
+    status: dict[str, tuple[bool, str]] = {}
+    sel = selected_peers()
+    if "torch.compile" in sel:
+        status["torch.compile"] = (True, f"our Hillis-Steele doubling scan, torch {torch.__version__} "
+                                         f"(for {ARGS.compile_for})")
+    if "torchrl" in sel:
+        status["torchrl"] = P.torchrl_status()
+    if "cleanrl" in sel:
+        status["cleanrl"] = (True, f"PPO GAE loop over T (T <= {P.CLEANRL_MAX_T}, N*T <= 2**21)")
+    if "rl-triton" in sel:
+        status["rl-triton"] = P.rl_triton_status(strip_asserts=ARGS.smoke)
+    if "pufferlib" in sel:
+        status["pufferlib"] = P.pufferlib_status()
+    for k, (ok, why) in status.items():
+        print(f"[peer] {k}: {'available' if ok else 'SKIPPED'} — {why}", flush=True)
+
+    out_dir = Path(ARGS.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    date = _dt.date.today().isoformat()
+    gname = gpu_name()
+    stem_name = f"{date}-{slug(gname)}-{grid_tag}{'-trunc' if ARGS.truncations else ''}"
+    if ARGS.tag:
+        stem_name += f"-{slug(ARGS.tag)}"
+    stem = out_dir / stem_name
+    meta: dict[str, Any] = {
+        "date": date,
+        "started": _dt.datetime.now().isoformat(timespec="seconds"),
+        "gpu": gname,
+        "grid": grid_tag,
+        "truncations": ARGS.truncations,
+        "command": " ".join([Path(sys.executable).name] + [sys.argv[0]] + sys.argv[1:]),
+        "args": vars(ARGS),
+        "versions": versions(),
+        "git": git_commit(),
+        "peer_status": {k: [ok, why] for k, (ok, why) in status.items()},
+        "bandwidth_B_per_s": HBM_BYTES_PER_S,
+        "method": "interleaved rounds; full = common.full_call_us, device = common.device_time_us; "
+                  "min over rounds" if not ARGS.smoke else
+                  "SMOKE: CPU, TRITON_INTERPRET=1, perf_counter timing; figures are not benchmarks",
+        "notes": [],
+    }
+    if not ARGS.smoke:
+        meta["device"] = {"name": gname, "capability": list(torch.cuda.get_device_capability(0)),
+                          "memory_GiB": round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1)}
+    rows: list[dict[str, Any]] = []
+
+    def write() -> None:
+        meta["finished"] = _dt.datetime.now().isoformat(timespec="seconds")
+        meta["elapsed_s"] = round(time.perf_counter() - t_begin, 1)
+        Path(f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows, "goal_checks": goal_checks(rows)},
+                                                   indent=1, default=str))
+        Path(f"{stem}.md").write_text(markdown(meta, rows))
+
+    def on_term(signum, frame):  # a timeout's SIGTERM: leave what was measured
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    budget_s = ARGS.max_minutes * 60
+    todo = [(e, c, s) for e in ests for c, s in shapes]
+    try:
+        for i, (est, cat, shape) in enumerate(todo):
+            if time.perf_counter() - t_begin > budget_s:
+                left = [f"{e} {s[0]}x{s[1]}" for e, _, s in todo[i:]]
+                meta["notes"].append(f"time budget (--max-minutes {ARGS.max_minutes}) reached; not run: "
+                                     + ", ".join(left))
+                print(f"[budget] stopping: {len(left)} rows not run", flush=True)
+                break
+            print(f"[{i + 1}/{len(todo)}] {est} {shape[0]}x{shape[1]} ({cat}) ...", flush=True)
+            try:
+                row = run_row(est, shape, cat, status, ARGS.seed + 1009 * i + shape[0] + shape[1])
+            except Exception as exc:  # noqa: BLE001 - one bad row must not lose the others
+                row = {"estimator": est, "shape": list(shape), "category": cat, "truncations": ARGS.truncations,
+                       "candidates": {}, "skipped": {}, "floor": {}, "bw_floor_us": None,
+                       "errors": ["row failed: " + short_exc(exc), traceback.format_exc(limit=6)]}
+                print("   row failed:", short_exc(exc), flush=True)
+                _recover()
+            rows.append(row)
+            ours = row["candidates"].get("rltriton") or {}
+            print(f"   floor dev {fmt(row['floor'].get('device_us'))} full {fmt(row['floor'].get('full_us'))} | "
+                  f"rltriton dev {fmt(ours.get('device_us'))} full {fmt(ours.get('full_us'))} "
+                  f"{'ok' if ours.get('ok') else 'WRONG' if ours else '-'} | {row.get('seconds', '?')} s", flush=True)
+            for n, c in row["candidates"].items():
+                if n != "rltriton":
+                    print(f"   {n:<16} dev {fmt(c.get('device_us')):>8} full {fmt(c.get('full_us')):>8} "
+                          f"err {c.get('max_abs_err') if c.get('max_abs_err') is None else format(c['max_abs_err'], '.1e')}"
+                          f" {'ok' if c.get('ok') else 'WRONG'}{' ' + c['error'] if c.get('error') else ''}",
+                          flush=True)
+            write()
+    except KeyboardInterrupt as exc:
+        meta["notes"].append(f"interrupted ({exc}); rows so far are kept")
+    finally:
+        if not ARGS.no_plots and rows:
+            try:
+                meta["plots"] = plots(rows, stem)
+            except Exception as exc:  # noqa: BLE001
+                meta["notes"].append("plots failed: " + short_exc(exc))
+        write()
+    print()
+    print(f"wrote {stem}.json, {stem}.md" + (f" and {len(meta.get('plots', []))} plots" if meta.get("plots") else ""))
+    checks = goal_checks(rows)
+    if checks:
+        print(f"goal checks: {sum(c['pass'] for c in checks)} of {len(checks)} pass (see the .md)")
+    print()
+    print(short_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Sweep launch plans (tile, warps, time segments) against the streaming floor.
+
+    python benchmarks/sweep.py [estimator] > sweep.txt     # on a GPU machine
+
+For each shape, times the default plan of ``rltriton.kernels.launch.plan`` and a set of
+forced plans (CUDA-graph device time), and prints the best one. Used to set the plan
+heuristics; results are recorded in benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import device_time_us, stream_floor  # noqa: E402
+from rltriton.kernels import launch  # noqa: E402
+from tests.rollouts import make_case  # noqa: E402
+
+
+def gpu(case):
+    case.args = tuple(a.cuda() if isinstance(a, torch.Tensor) else a for a in case.args)
+    case.kwargs = {k: (v.cuda() if isinstance(v, torch.Tensor) else v) for k, v in case.kwargs.items()}
+    return case
+
+
+def candidates(R: int, T: int):
+    p2 = 1 << (max(T, 1) - 1).bit_length()
+    out = []
+    if T <= 128:
+        for tile in (256, 512, 1024, 2048):
+            bn = max(1, tile // p2)
+            for w in (max(1, min(8, tile // 256)), max(1, min(8, tile // 128))):
+                out.append(launch.Plan(bn, p2, w, 1, p2))
+    else:
+        for bt, w in ((512, 4), (1024, 4), (1024, 8), (2048, 8)):
+            if bt > p2:
+                continue
+            n_chunks = -(-T // bt)
+            for bn in ((1, 4) if R >= 4096 and bt <= 512 else (1,)):
+                programs = -(-R // bn)
+                segs = [1]
+                for mult in (2, 8):
+                    s = min(n_chunks, -(-mult * 132 // programs))
+                    if s > 1 and s not in segs:
+                        segs.append(s)
+                for s in segs:
+                    per = -(-n_chunks // s)
+                    out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt))
+    return out
+
+
+SHAPES = [(32768, 8), (16384, 16), (32768, 64), (4096, 128), (16384, 512), (4096, 2048), (512, 4096),
+          (128, 1024), (64, 512), (64, 65536), (16, 262144), (1, 1048576)]
+
+
+def main() -> None:
+    name = sys.argv[1] if len(sys.argv) > 1 else "gae"
+    orig = launch.plan_for
+    print(f"{'shape':>14} {'floor':>7} {'default':>8} {'best':>7} {'ratio':>6}  best plan / default plan")
+    for shape in SHAPES:
+        case = gpu(make_case(name, shape, flags="terminated", seed=0))
+        per_step = [x for x in list(case.args) + list(case.kwargs.values())
+                    if isinstance(x, torch.Tensor) and x.shape == torch.Size(shape)]
+        n_out = len(case(backend="triton"))
+        floor = device_time_us(stream_floor(per_step[:6], [torch.empty(shape, device="cuda") for _ in range(n_out)]))
+        launch.plan_for = orig
+        default_plan = orig(shape[0], shape[1], torch.device("cuda"))
+        default = device_time_us(lambda c=case: c(backend="triton"))
+        best, best_plan = default, default_plan
+        for pl in candidates(*shape):
+            launch.plan_for = lambda *a, _p=pl, **k: _p
+            try:
+                t = device_time_us(lambda c=case: c(backend="triton"), graph_calls=10 if shape[0] * shape[1] >= 1 << 22 else 50, replays=3)
+            except Exception as e:  # a plan the compiler rejects (registers, shared memory)
+                print(f"   skip {pl}: {type(e).__name__}", flush=True)
+                continue
+            if t < best:
+                best, best_plan = t, pl
+        launch.plan_for = orig
+        print(f"{str(shape):>14} {floor:7.1f} {default:8.1f} {best:7.1f} {best / floor:6.2f}  {tuple(best_plan)} / "
+              f"{tuple(default_plan)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
