@@ -74,7 +74,8 @@ def main() -> None:
         for pl in candidates(*shape):
             launch.plan_for = lambda *a, _p=pl, **k: _p
             try:
-                t = device_time_us(lambda c=case: c(backend="triton"), graph_calls=10 if shape[0] * shape[1] >= 1 << 22 else 50, replays=3)
+                calls = 10 if shape[0] * shape[1] >= 1 << 22 else 50
+                t = device_time_us(lambda c=case: c(backend="triton"), graph_calls=calls, replays=3)
             except Exception as e:  # a plan the compiler rejects (registers, shared memory)
                 print(f"   skip {pl}: {type(e).__name__}", flush=True)
                 continue
