@@ -79,8 +79,12 @@ def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
         want = min(n_chunks, triton.cdiv(2 * target, programs), _MAX_SEGMENTS)
         per_seg = triton.cdiv(n_chunks, want)
         segments, seg_len = triton.cdiv(n_chunks, per_seg), per_seg * block_t
-    elems = block_n * block_t * width
-    num_warps = 4 if elems >= 1024 else (2 if elems >= 256 else 1)
+    # Triton's scan lowering needs at least one element per thread (no replicated layouts):
+    # pad tiny tiles with masked rows up to a warp.
+    block_n = max(block_n, triton.cdiv(32, block_t))
+    elems = block_n * block_t
+    num_warps = 4 if elems * width >= 1024 else (2 if elems * width >= 256 else 1)
+    num_warps = min(num_warps, max(1, elems // 32))
     return Plan(block_n, block_t, num_warps, segments, seg_len)
 
 
@@ -101,7 +105,8 @@ def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype:
     sum_a = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     sum_b = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     grid = (rows_grid, pl.segments)
-    s_block = triton.next_power_of_2(pl.segments)
+    # the summary tile of the carry-in scan also needs an element per thread
+    s_block = max(triton.next_power_of_2(pl.segments), 32 * pl.num_warps)
     kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=1, S_BLOCK=s_block, **common)
     kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=2, S_BLOCK=s_block, **common)
 
