@@ -1,6 +1,11 @@
-"""Quick probe: device time of every estimator against the streaming floor on a few shapes.
+"""Quick probe: device time of each estimator against the streaming floor, and the full
+call against a bare launch of the same Triton kernel with the same arguments.
 
-    python benchmarks/probe.py            # on a GPU machine
+    python benchmarks/probe.py [gae,vtrace,...]      # on a GPU machine
+
+"bare" replays the exact launch rltriton makes (same kernel, arguments, grid, constexprs)
+straight through ``kernel[grid](...)``: the full-call goal of BENCHMARKS.md is
+``full <= bare + 5 us``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import device_time_us, full_call_us, stream_floor  # noqa: E402
+from rltriton.kernels import launch  # noqa: E402
 from tests.rollouts import ESTIMATORS, make_case  # noqa: E402
 
 SHAPES = [(4096, 128), (4096, 2048), (16384, 512), (512, 4096), (32768, 8), (16384, 16), (32768, 64),
@@ -25,9 +31,39 @@ def gpu(case):
     return case
 
 
+def bare_launch(case):
+    """A closure re-issuing the kernel launches of one call with their recorded arguments."""
+    recorded = []
+    orig = launch._launch
+
+    def record(kernel, lanes, T, pl, args, meta, dtype, device):
+        recorded.append((kernel, lanes, T, pl, list(args), dict(meta), dtype, device))
+        return orig(kernel, lanes, T, pl, args, meta, dtype, device)
+
+    launch._launch = record
+    try:
+        case(backend="triton")
+    finally:
+        launch._launch = orig
+    (kernel, lanes, T, pl, args, meta, dtype, device), = recorded
+    grid = (-(-lanes // pl.block_n), pl.segments)
+    common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps, **meta)
+    if pl.segments == 1:
+        return lambda: kernel[grid](*args, T, pl.seg_len, args[0], args[0], PHASE=0, S_BLOCK=1, **common)
+    sums = [torch.empty((lanes, pl.segments), dtype=dtype, device=device) for _ in range(2)]
+    s_block = max(1 << (pl.segments - 1).bit_length(), 32 * pl.num_warps)
+
+    def two():
+        kernel[grid](*args, T, pl.seg_len, *sums, PHASE=1, S_BLOCK=s_block, **common)
+        kernel[grid](*args, T, pl.seg_len, *sums, PHASE=2, S_BLOCK=s_block, **common)
+
+    return two
+
+
 def main() -> None:
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else ESTIMATORS
-    print(f"{'estimator':<12} {'shape':>14} {'floor us':>9} {'ours us':>9} {'ratio':>6} {'full us':>8}")
+    print(f"{'estimator':<12} {'shape':>14} {'floor':>7} {'ours':>7} {'ratio':>6} {'full':>7} {'bare':>7} "
+          f"{'full-bare':>9}")
     for name in names:
         for shape in SHAPES:
             case = gpu(make_case(name, shape, flags="terminated", seed=0))
@@ -37,9 +73,14 @@ def main() -> None:
             outs = [torch.empty(shape, device="cuda") for _ in range(n_out)]
             floor = stream_floor(per_step[:6], outs)
             f = device_time_us(floor)
-            o = device_time_us(lambda c=case: c(backend="triton"))
-            full = full_call_us(lambda c=case: c(backend="triton"), calls=20, trials=2, warmup=5)
-            print(f"{name:<12} {str(shape):>14} {f:9.1f} {o:9.1f} {o / f:6.2f} {full:8.1f}", flush=True)
+            fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
+            call = lambda fn=fn, args=args, kw=kw: fn(*args, **kw)  # noqa: E731
+            o = device_time_us(call)
+            bare = bare_launch(case)
+            full = full_call_us(call, calls=30, trials=3, warmup=10)
+            b = full_call_us(bare, calls=30, trials=3, warmup=10)
+            print(f"{name:<12} {str(shape):>14} {f:7.1f} {o:7.1f} {o / f:6.2f} {full:7.1f} {b:7.1f} {full - b:9.1f}",
+                  flush=True)
 
 
 if __name__ == "__main__":

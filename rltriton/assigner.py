@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import abc
 import os
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -111,30 +110,90 @@ def triton_usable(device: torch.device) -> bool:
     return device.type == "cpu" and os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-@dataclass
 class Problem:
     """The canonical form every backend consumes.
 
-    All per-step tensors are *views* of the caller's tensors with time moved to the last
-    axis: ``[*B, T]`` (``[*B, T, A]`` for per-action tensors, ``[*B, T, *F]`` for the
-    features of the forward estimators). ``gamma`` / ``lam`` are floats or ``[*B, T]``
-    expanded views. Flags keep their dtype (nonzero = set). The boundary form is one of
-    ``next_values`` / ``bootstrap_values`` / ``last_value`` / none (at most one is set).
+    ``raw`` holds the caller's tensors as given (no copies, no views made yet), ``kinds``
+    what each one is (``step`` ``[*B, T]``, ``extra`` ``[*B, T, A]``, ``feature``
+    ``[*B, T, *F]``, ``row`` ``[*B]`` / ``[*B, *F]``) and ``time_dim`` where time is in the
+    caller's ``[*B, T]`` axes. The Triton launcher reads strides straight from ``raw``;
+    the torch and reference backends use :attr:`tensors`, the same tensors viewed with
+    time moved to the last ``[*B, T]`` axis (``movedim``: strides change, nothing is
+    copied), built on first use. ``gamma``/``lam`` are floats or tensors broadcastable to
+    the caller's ``[*B, T]``. Flags keep their dtype (nonzero = set). At most one of
+    ``next_values`` / ``bootstrap_values`` / ``last_value`` is present.
     """
 
-    shape: torch.Size  # [*B, T], time last
-    time_dim: int  # normalised axis of time in the caller's [*B, T] layout
-    device: torch.device
-    dtype: torch.dtype  # arithmetic and output dtype (float32, or float64)
-    tensors: dict[str, Tensor] = field(default_factory=dict)
-    gamma: Coef = 1.0
-    lam: Coef = 1.0
-    terminated: Tensor | None = None
-    truncated: Tensor | None = None
-    next_values: Tensor | None = None
-    bootstrap_values: Tensor | None = None
-    last_value: Tensor | None = None
-    n_feature_dims: int = 0
+    __slots__ = ("shape", "time_dim", "ndim", "device", "dtype", "raw", "kinds", "gamma_raw", "lam_raw",
+                 "n_feature_dims", "_views")
+
+    def __init__(self, shape: torch.Size, time_dim: int, ndim: int, device: torch.device, dtype: torch.dtype,
+                 raw: dict[str, Tensor], kinds: dict[str, str], gamma: Coef, lam: Coef,
+                 n_feature_dims: int = 0) -> None:
+        self.shape = shape  # [*B, T], time last
+        self.time_dim = time_dim
+        self.ndim = ndim  # rank of the caller's [*B, T]
+        self.device = device
+        self.dtype = dtype  # arithmetic and output dtype (float32, or float64)
+        self.raw = raw
+        self.kinds = kinds
+        self.gamma_raw = gamma
+        self.lam_raw = lam
+        self.n_feature_dims = n_feature_dims
+        self._views: dict[str, Tensor] | None = None
+
+    @property
+    def time_last(self) -> bool:
+        return self.time_dim == self.ndim - 1
+
+    def _view(self, x: Tensor, kind: str) -> Tensor:
+        if self.time_last or kind == "row":
+            return x
+        return x.movedim(self.time_dim, -1 if kind == "step" else self.ndim - 1)
+
+    @property
+    def tensors(self) -> dict[str, Tensor]:
+        """Every tensor with time on the last ``[*B, T]`` axis (views)."""
+        if self._views is None:
+            self._views = {n: self._view(x, self.kinds[n]) for n, x in self.raw.items()}
+        return self._views
+
+    def _coef_view(self, c: Coef) -> Coef:
+        if not isinstance(c, Tensor):
+            return c
+        user = self.shape if self.time_last else (
+            self.shape[: self.time_dim] + self.shape[-1:] + self.shape[self.time_dim : -1]
+        )
+        return self._view(c.expand(user), "step")
+
+    @property
+    def gamma(self) -> Coef:
+        """gamma: a float, or a ``[*B, T]`` time-last expanded view."""
+        return self._coef_view(self.gamma_raw)
+
+    @property
+    def lam(self) -> Coef:
+        return self._coef_view(self.lam_raw)
+
+    @property
+    def terminated(self) -> Tensor | None:
+        return self.tensors.get("terminated")
+
+    @property
+    def truncated(self) -> Tensor | None:
+        return self.tensors.get("truncated")
+
+    @property
+    def next_values(self) -> Tensor | None:
+        return self.tensors.get("next_values")
+
+    @property
+    def bootstrap_values(self) -> Tensor | None:
+        return self.tensors.get("bootstrap_values")
+
+    @property
+    def last_value(self) -> Tensor | None:
+        return self.raw.get("last_value")
 
     @property
     def T(self) -> int:
@@ -240,101 +299,114 @@ class CreditAssigner(abc.ABC):
         taken from ``steps``/``flags`` (or the tensor itself when ``n_feature_dims`` is 0).
         ``row_tensors``: ``[*B, *F]`` tensors (``initial``). Every tensor of ``steps``,
         ``extra`` and ``features`` is required unless named in ``optional``.
+
+        This runs on every call, so it touches only tensor metadata (shape, dtype,
+        device) and makes no views: the hot path of a Triton call is this plus a launch.
         """
         td = self.time_dim if time_dim is None else time_dim
         if td is None:
             td = -1
-        present: dict[str, Tensor] = {}
+        raw: dict[str, Tensor] = {}
         kinds: dict[str, str] = {}
-        required = {**steps, **{n: v[0] for n, v in (extra or {}).items()}, **(features or {})}
-        for name, x in required.items():
+        ref_name: str | None = None
+        user_shape: torch.Size | None = None
+
+        def add(name: str, x: Tensor | None, kind: str, check: str) -> None:
+            nonlocal ref_name, user_shape
+            if x is None:
+                return
+            if not isinstance(x, Tensor):
+                raise TypeError(f"{name}: expected a torch.Tensor, got {_type_name(x)}")
+            if check == "float":
+                if x.dtype not in _FLOATS:
+                    raise TypeError(
+                        f"{name}: expected a floating dtype (float16, bfloat16, float32 or float64), got {x.dtype}"
+                    )
+            else:
+                check_tensor(name, x, check)
+            raw[name] = x
+            kinds[name] = kind
+            if kind == "step" and ref_name is None:
+                ref_name, user_shape = name, x.shape
+
+        for name, x in steps.items():
             if x is None and name not in optional:
                 raise TypeError(f"{name}: expected a torch.Tensor, got NoneType")
-        for name, x in steps.items():
-            if x is not None:
-                present[name] = check_tensor(name, x, "float")
-                kinds[name] = "step"
+            add(name, x, "step", "float")
         for name, x in flags.items():
-            if x is not None:
-                present[name] = check_tensor(name, x, "flag")
-                kinds[name] = "step"
-        for name, x in (("next_values", next_values), ("bootstrap_values", bootstrap_values)):
-            if x is not None:
-                present[name] = check_tensor(name, x, "float")
-                kinds[name] = "step"
-        for name, (x, kind, _) in (extra or {}).items():
-            if x is not None:
-                present[name] = check_tensor(name, x, kind)
-                kinds[name] = "extra"
-        for name, x in (features or {}).items():
-            if x is not None:
-                present[name] = check_tensor(name, x, "float")
-                kinds[name] = "feature"
-        if last_value is not None:
-            present["last_value"] = check_tensor("last_value", last_value, "float")
-            kinds["last_value"] = "row"
-        for name, x in (row_tensors or {}).items():
-            if x is not None:
-                present[name] = check_tensor(name, x, "float")
-                kinds[name] = "row"
+            add(name, x, "step", "flag")
+        add("next_values", next_values, "step", "float")
+        add("bootstrap_values", bootstrap_values, "step", "float")
+        if extra:
+            for name, (x, kind, _) in extra.items():
+                if x is None:
+                    raise TypeError(f"{name}: expected a torch.Tensor, got NoneType")
+                add(name, x, "extra", kind)
+        if features:
+            for name, x in features.items():
+                if x is None:
+                    raise TypeError(f"{name}: expected a torch.Tensor, got NoneType")
+                add(name, x, "feature", "float")
+        add("last_value", last_value, "row", "float")
+        if row_tensors:
+            for name, x in row_tensors.items():
+                add(name, x, "row", "float")
         if next_values is not None and (bootstrap_values is not None or last_value is not None):
             other = "bootstrap_values" if bootstrap_values is not None else "last_value"
             raise ValueError(f"expected at most one of next_values and {other}, got both")
         if bootstrap_values is not None and last_value is not None:
             raise ValueError("expected at most one of bootstrap_values and last_value, got both")
 
-        # the [*B, T] shape, in the caller's layout
-        first_step = next((n for n, k in kinds.items() if k == "step"), None)
-        if first_step is not None:
-            ref_name = first_step
-            user_shape = present[first_step].shape
-        else:  # forward estimators with only features: [*B, T] is the feature tensor minus F
+        if ref_name is None:  # forward estimators with only features: [*B, T] is x minus F
             ref_name = next(n for n, k in kinds.items() if k == "feature")
-            full = present[ref_name].shape
+            full = raw[ref_name].shape
             user_shape = full[: len(full) - n_feature_dims]
-        if len(user_shape) == 0:
-            raise ValueError(f"{ref_name}: expected a tensor with a time axis ([*B, T]), got a 0-d tensor")
+        assert user_shape is not None  # for type checkers: set by one of the branches above
         ndim = len(user_shape)
+        if ndim == 0:
+            raise ValueError(f"{ref_name}: expected a tensor with a time axis ([*B, T]), got a 0-d tensor")
         tdim = normalize_dim(td, ndim)
-        device = present[ref_name].device
+        device = raw[ref_name].device
 
         dtype = torch.float32
-        for name, x in present.items():
+        feat_shape: torch.Size | None = None
+        batch_user = user_shape[:tdim] + user_shape[tdim + 1 :]
+        for name, x in raw.items():
             if x.device != device:
                 raise ValueError(f"{name}: expected a tensor on {device} (like {ref_name}), got one on {x.device}")
             if x.dtype == torch.float64:
                 dtype = torch.float64
             kind = kinds[name]
-            if kind == "step" and x.shape != user_shape:
-                raise ValueError(f"{name}: expected shape {tuple(user_shape)} (like {ref_name}), got {tuple(x.shape)}")
-            if kind == "extra":
+            if kind == "step":
+                if x.shape != user_shape:
+                    raise ValueError(
+                        f"{name}: expected shape {tuple(user_shape)} (like {ref_name}), got {tuple(x.shape)}"
+                    )
+            elif kind == "extra":
                 trailing = extra[name][2]  # type: ignore[index]
-                if x.shape[: x.dim() - trailing] != user_shape or x.dim() != ndim + trailing:
+                if x.dim() != ndim + trailing or x.shape[:ndim] != user_shape:
                     what = f"{tuple(user_shape)} + {trailing} trailing dim(s)" if trailing else f"{tuple(user_shape)}"
                     raise ValueError(f"{name}: expected shape {what}, got {tuple(x.shape)}")
-            if kind == "feature" and x.shape[:ndim] != user_shape:
-                raise ValueError(
-                    f"{name}: expected shape {tuple(user_shape)} + feature dims (like {ref_name}), got {tuple(x.shape)}"
-                )
-        batch_user = user_shape[:tdim] + user_shape[tdim + 1 :]
-        if last_value is not None and last_value.shape != batch_user:
-            raise ValueError(
-                f"last_value: expected shape {tuple(batch_user)} (the batch dims of {ref_name}), "
-                f"got {tuple(last_value.shape)}"
-            )
-        feat_shape = None
-        for x in (features or {}).values():
-            if x is not None:
+            elif kind == "feature":
+                if x.shape[:ndim] != user_shape:
+                    raise ValueError(
+                        f"{name}: expected shape {tuple(user_shape)} + feature dims (like {ref_name}), "
+                        f"got {tuple(x.shape)}"
+                    )
                 feat_shape = x.shape[ndim:]
-        for name, x in (row_tensors or {}).items():
-            if x is not None:
-                expected = batch_user + (feat_shape if feat_shape is not None else torch.Size())
-                if x.shape != expected:
-                    raise ValueError(f"{name}: expected shape {tuple(expected)}, got {tuple(x.shape)}")
+        for name, x in raw.items():
+            if kinds[name] != "row":
+                continue
+            expected = batch_user
+            if name != "last_value" and feat_shape is not None:
+                expected = batch_user + feat_shape
+            if x.shape != expected:
+                what = f" (the batch dims of {ref_name})" if name == "last_value" else ""
+                raise ValueError(f"{name}: expected shape {tuple(expected)}{what}, got {tuple(x.shape)}")
 
-        def coef(name: str, c: Coef) -> Coef:
+        for name, c in (("gamma", gamma), ("lam", lam)):
             if not isinstance(c, Tensor):
-                return c
+                continue
             if c.device != device:
                 raise ValueError(f"{name}: expected a tensor on {device}, got one on {c.device}")
             try:
@@ -345,40 +417,11 @@ class CreditAssigner(abc.ABC):
                 raise ValueError(
                     f"{name}: expected a tensor broadcastable to {tuple(user_shape)}, got shape {tuple(c.shape)}"
                 )
-            nonlocal dtype
             if c.dtype == torch.float64:
                 dtype = torch.float64
-            return c.expand(user_shape).movedim(tdim, -1)
 
-        g = coef("gamma", gamma)
-        lm = coef("lam", lam)
-
-        def tl(x: Tensor | None, kind: str) -> Tensor | None:
-            if x is None:
-                return None
-            if kind == "step":
-                return x.movedim(tdim, -1)
-            if kind == "extra" or kind == "feature":
-                return x.movedim(tdim, ndim - 1)
-            return x  # row tensors have no time axis
-
-        shape = batch_user + (user_shape[tdim],)
-        tensors = {n: tl(x, kinds[n]) for n, x in present.items()}
-        return Problem(
-            shape=torch.Size(shape),
-            time_dim=tdim,
-            device=device,
-            dtype=dtype,
-            tensors=tensors,  # type: ignore[arg-type]
-            gamma=g,
-            lam=lm,
-            terminated=tensors.get("terminated"),
-            truncated=tensors.get("truncated"),
-            next_values=tensors.get("next_values"),
-            bootstrap_values=tensors.get("bootstrap_values"),
-            last_value=tensors.get("last_value"),
-            n_feature_dims=n_feature_dims,
-        )
+        shape = batch_user + user_shape[tdim : tdim + 1]
+        return Problem(shape, tdim, ndim, device, dtype, raw, kinds, gamma, lam, n_feature_dims)
 
     # --- dispatch ----------------------------------------------------------------
 

@@ -45,6 +45,8 @@ def use_small_tiles(monkeypatch, launch, split: bool) -> None:
     monkeypatch.setattr(launch, "_TILE", 64)
     monkeypatch.setattr(launch, "_SPLIT_MIN_ELEMS", 0 if split else 1 << 62)
     monkeypatch.setattr(launch, "_MAX_SEGMENTS", 3)
+    monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
+    monkeypatch.setattr(launch, "_SEG_STEPS", 32)
     launch.plan.cache_clear()
 
 

@@ -26,8 +26,12 @@ if TYPE_CHECKING:
 
 _NV_NONE, _NV_NEXT, _NV_BOOTSTRAP, _NV_LAST = 0, 1, 2, 3
 _TILE = 2048  # most elements of a [BLOCK_N, BLOCK_T] tile
-_MAX_BLOCK_T = 512
-_PROGRAMS_PER_SM = 4  # programs wanted per multiprocessor before rows are split in time
+_MAX_BLOCK_T = 1024
+_SHORT_T = 128  # rows up to this many steps are tiled several to a program
+_SHORT_TILE = 256  # elements of a short-row tile
+_SEG_STEPS = 4096  # steps of a time segment when rows are split
+_SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
+_PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
 _SPLIT_MIN_ELEMS = 1 << 18  # below this a single pass wins over a second launch
 _MAX_SEGMENTS = 1024
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
@@ -63,28 +67,34 @@ def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
     """The launch plan for R rows (lanes) of T steps. ``width`` divides the tile budget
     (the action axis of Retrace's action form).
 
-    Rows are tiled so that there are about ``_PROGRAMS_PER_SM`` programs per SM (short rows
-    get many rows per program, long rows one); when even one row per program leaves the
-    GPU underfilled and the problem is large, rows are cut into segments run in parallel
-    (two launches: summaries, then carry-in and outputs).
+    Chosen from a sweep on an H200 (``benchmarks/sweep.py``; results in
+    benchmarks/results/): short rows (T <= 128) take ~256-element tiles of several rows,
+    which gives thousands of small programs; longer rows take one row per program and
+    chunks of 512 steps (1024 when rows are few). Rows too few to fill the GPU
+    (fewer than ``_PROGRAMS_PER_SM`` per SM) with many chunks are cut into segments of
+    ~4096 steps run in parallel (two launches: summaries, then carry-in and outputs).
     """
     target = _PROGRAMS_PER_SM * sms
-    block_t = min(triton.next_power_of_2(max(T, 1)), _MAX_BLOCK_T)
-    max_bn = max(1, _TILE // (block_t * width))
-    block_n = max(1, min(max_bn, _prev_pow2(R // target), triton.next_power_of_2(max(R, 1))))
+    p2 = triton.next_power_of_2(max(T, 1))
+    if p2 <= _SHORT_T:
+        block_t = min(p2, _MAX_BLOCK_T)
+        block_n = max(1, min(_SHORT_TILE // (block_t * width), triton.next_power_of_2(max(R, 1))))
+    else:
+        block_t = min(p2, _MAX_BLOCK_T, 512 if R >= 1024 else 1024)
+        block_n = 1
+    block_n = max(1, min(block_n, _TILE // (block_t * width)))
     programs = triton.cdiv(R, block_n)
     n_chunks = triton.cdiv(T, block_t)
     segments, seg_len = 1, n_chunks * block_t
-    if programs < target and n_chunks > 1 and R * T >= _SPLIT_MIN_ELEMS:
-        want = min(n_chunks, triton.cdiv(2 * target, programs), _MAX_SEGMENTS)
-        per_seg = triton.cdiv(n_chunks, want)
+    if programs < target and n_chunks >= _SPLIT_MIN_CHUNKS and R * T >= _SPLIT_MIN_ELEMS:
+        per_seg = max(1, min(n_chunks, _SEG_STEPS // block_t))
+        per_seg = max(per_seg, triton.cdiv(n_chunks, _MAX_SEGMENTS))
         segments, seg_len = triton.cdiv(n_chunks, per_seg), per_seg * block_t
     # Triton's scan lowering needs at least one element per thread (no replicated layouts):
     # pad tiny tiles with masked rows up to a warp.
     block_n = max(block_n, triton.cdiv(32, block_t))
     elems = block_n * block_t
-    num_warps = 4 if elems * width >= 1024 else (2 if elems * width >= 256 else 1)
-    num_warps = min(num_warps, max(1, elems // 32))
+    num_warps = max(1, min(8, elems * width // 128, elems // 32))
     return Plan(block_n, block_t, num_warps, segments, seg_len)
 
 
@@ -119,129 +129,158 @@ def split_scalar(x: float) -> tuple[float, float]:
     return hi, lo
 
 
-def _rows(x: Tensor, T: int) -> Tensor:
-    """A time-last ``[*B, T]`` view as ``[rows, T]`` (a view when the batch dims merge)."""
-    return x.reshape(-1, T)
+def merged_strides(shape: tuple[int, ...], strides: tuple[int, ...], tdim: int) -> tuple[int, int] | None:
+    """(row stride, time stride) of a ``[*B, T]`` tensor (time at ``tdim``) read as
+    ``[rows, T]``, or None when its batch dims do not merge into one stride.
+
+    Pure arithmetic on the metadata: batch-major ``[N, T]``, time-major ``[T, N]``,
+    ``[T, B1, B2]`` and broadcast (stride 0) batches all merge; only hand-made views that
+    interleave their batch dims do not. ``tdim = -1`` reads every dim as a batch dim.
+    """
+    row_stride, expected = 0, None
+    for i in range(len(shape) - 1, -1, -1):
+        if i == tdim or shape[i] == 1:
+            continue
+        if expected is None:
+            row_stride = strides[i]
+        elif strides[i] != expected:
+            return None
+        expected = strides[i] * shape[i]
+    return row_stride, (strides[tdim] if tdim >= 0 else 0)
 
 
-def _st(x: Tensor | None) -> tuple[int, int]:
-    return (0, 0) if x is None else (x.stride(0), x.stride(1))
+class _Rows:
+    """Pointer and [rows, T] strides of the caller's tensors; copies (reshape) only the
+    rare layouts whose batch dims do not merge."""
+
+    __slots__ = ("p",)
+
+    def __init__(self, p: Problem) -> None:
+        self.p = p
+
+    def __call__(self, x: Tensor | None, kind: str = "step") -> tuple[Tensor | None, int, int]:
+        if x is None:
+            return None, 0, 0
+        p = self.p
+        st = merged_strides(x.shape, x.stride(), p.time_dim if kind == "step" else -1)
+        if st is None:
+            x = p._view(x, kind).reshape(-1, p.T) if kind == "step" else x.reshape(-1)
+            st = (x.stride(0), x.stride(1) if kind == "step" else 0)
+        return x, st[0], st[1]
 
 
 def _dt(p: Problem):
     return tl.float64 if p.dtype == torch.float64 else tl.float32
 
 
-def _output(p: Problem, like: Tensor) -> tuple[Tensor, Tensor]:
-    """An output in the caller's layout (strides of ``like``) and its ``[rows, T]`` view."""
-    caller = like.movedim(-1, p.time_dim)
-    out = empty_like(caller, dtype=p.dtype)
-    try:
-        return out, out.movedim(p.time_dim, -1).view(-1, p.T)
-    except RuntimeError:  # the caller's batch dims do not merge: write time-last instead
+def _output(p: Problem, like: Tensor) -> tuple[Tensor, int, int]:
+    """An output laid out like ``like`` (a caller's ``[*B, T]`` tensor) and its [rows, T]
+    strides; time-last contiguous when that layout does not merge."""
+    out = empty_like(like, dtype=p.dtype)
+    st = merged_strides(out.shape, out.stride(), p.time_dim)
+    if st is None:
         flat = empty(p.shape, dtype=p.dtype, device=p.device)
-        return flat.movedim(-1, p.time_dim), flat.view(-1, p.T)
+        return flat.movedim(-1, p.time_dim), p.T, 1
+    return out, st[0], st[1]
 
 
-def _coef(c, T: int, dummy: Tensor) -> tuple[Tensor, int, int, float, float, bool]:
+def _coef(c, rows: _Rows, dummy: Tensor) -> tuple[Tensor, int, int, float, float, bool]:
     """(pointer, stride_n, stride_t, hi, lo, is_tensor) for gamma or lam."""
     if isinstance(c, Tensor):
-        c2 = _rows(c, T)
-        return c2, c2.stride(0), c2.stride(1), 0.0, 0.0, True
+        p = rows.p
+        user = p.raw[next(iter(p.raw))].shape if p.kinds[next(iter(p.raw))] == "step" else None
+        if user is None:
+            user = p.shape[: p.time_dim] + p.shape[-1:] + p.shape[p.time_dim : -1]
+        ptr, sn, st = rows(c.expand(user))
+        return ptr, sn, st, 0.0, 0.0, True  # type: ignore[return-value]
     hi, lo = split_scalar(float(c))
     return dummy, 0, 0, hi, lo, False
 
 
-def _common(p: Problem) -> tuple[list, dict, Tensor]:
+def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     """Arguments shared by the backward kernels: flags, boundary form, gamma, lam."""
-    T = p.T
-    dummy = _rows(p.tensors["rewards"], T)
-    term = None if p.terminated is None else _rows(p.terminated, T)
-    trunc = None if p.truncated is None else _rows(p.truncated, T)
-    if p.next_values is not None:
-        nv, mode = _rows(p.next_values, T), _NV_NEXT
-    elif p.bootstrap_values is not None:
-        nv, mode = _rows(p.bootstrap_values, T), _NV_BOOTSTRAP
+    raw = p.raw
+    term = rows(raw.get("terminated"))
+    trunc = rows(raw.get("truncated"))
+    if "next_values" in raw:
+        nv, mode = rows(raw["next_values"]), _NV_NEXT
+    elif "bootstrap_values" in raw:
+        nv, mode = rows(raw["bootstrap_values"]), _NV_BOOTSTRAP
     else:
-        nv, mode = None, (_NV_LAST if p.last_value is not None else _NV_NONE)
-    lv = None if p.last_value is None else p.last_value.reshape(-1)
-    g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma, T, dummy)
-    lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam, T, dummy)
+        nv, mode = (None, 0, 0), (_NV_LAST if "last_value" in raw else _NV_NONE)
+    lv = rows(raw.get("last_value"), "row")
+    g = _coef(p.gamma_raw, rows, dummy)
+    lm = _coef(p.lam_raw, rows, dummy)
     args = [
-        term if term is not None else dummy, *_st(term),
-        trunc if trunc is not None else dummy, *_st(trunc),
-        nv if nv is not None else dummy, *_st(nv),
-        lv if lv is not None else dummy, 0 if lv is None else lv.stride(0),
-        g, sgn, sgt, ghi, glo, lm, sln, slt, lhi, llo,
+        term[0] if term[0] is not None else dummy, term[1], term[2],
+        trunc[0] if trunc[0] is not None else dummy, trunc[1], trunc[2],
+        nv[0] if nv[0] is not None else dummy, nv[1], nv[2],
+        lv[0] if lv[0] is not None else dummy, lv[1],
+        *g[:5], *lm[:5],
     ]
     meta = dict(
-        HAS_TERM=term is not None, HAS_TRUNC=trunc is not None, NV_MODE=mode,
-        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p),
+        HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
+        G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p),
     )
-    return args, meta, dummy
+    return args, meta
 
 
 def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor, ...]:
     """Launch the fused kernel of a backward estimator; outputs in the caller's layout."""
     T = p.T
     R = p.shape.numel() // T
-    common, meta, dummy = _common(p)
-    r = _rows(p.tensors["rewards"], T)
-    like = p.tensors["rewards"]
+    raw = p.raw
+    rows = _Rows(p)
+    like = raw["rewards"]
+    r = rows(like)
+    dummy = r[0]
+    common, meta = _common(p, rows, dummy)
     pl = plan_for(R, T, p.device)
     if kind == "gae":
-        v = _rows(p.tensors["values"], T)
-        adv, adv2 = _output(p, like)
-        tgt, tgt2 = _output(p, like)
-        args = [r, *_st(r), v, *_st(v), *common, adv2, *_st(adv2), tgt2, *_st(tgt2), R]
+        adv = _output(p, like)
+        tgt = _output(p, like)
+        args = [*r, *rows(raw["values"]), *common, *adv, *tgt, R]
         _launch(gae_kernel, R, T, pl, args, meta, p.dtype, p.device)
-        return adv, tgt
+        return adv[0], tgt[0]
     if kind == "td_lambda":
-        values = p.tensors.get("values")
-        v = None if values is None else _rows(values, T)
-        out, out2 = _output(p, like)
-        args = [r, *_st(r), v if v is not None else dummy, *_st(v), *common, out2, *_st(out2), R]
-        _launch(td_lambda_kernel, R, T, pl, args, {**meta, "HAS_VALUES": v is not None}, p.dtype, p.device)
-        return (out,)
+        v = rows(raw.get("values"))
+        out = _output(p, like)
+        args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
+        _launch(td_lambda_kernel, R, T, pl, args, {**meta, "HAS_VALUES": v[0] is not None}, p.dtype, p.device)
+        return (out[0],)
     if kind == "vtrace":
-        v = _rows(p.tensors["values"], T)
-        lr = _rows(p.tensors["log_rhos"], T)
-        vs, vs2 = _output(p, like)
-        pg, pg2 = _output(p, like)
+        vs = _output(p, like)
+        pg = _output(p, like)
         args = [
-            r, *_st(r), v, *_st(v), *common, lr, *_st(lr),
+            *r, *rows(raw["values"]), *common, *rows(raw["log_rhos"]),
             *split_scalar(assigner.rho_bar), *split_scalar(assigner.c_bar), *split_scalar(assigner.pg_rho_bar),
-            vs2, *_st(vs2), pg2, *_st(pg2), R,
+            *vs, *pg, R,
         ]
         _launch(vtrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
-        return vs, pg
+        return vs[0], pg[0]
     if kind == "retrace":
-        qt, qt2 = _output(p, like)
-        adv, adv2 = _output(p, like)
-        if "action_values" in p.tensors:
-            av = p.tensors["action_values"]
-            A = av.shape[-1]
-            av3 = av.reshape(-1, T, A)
-            pi3 = p.tensors["target_probs"].reshape(-1, T, A)
-            act = _rows(p.tensors["actions"], T)
-            lr = _rows(p.tensors["behavior_log_probs"], T)
+        qt = _output(p, like)
+        adv = _output(p, like)
+        if "action_values" in raw:
+            t = p.tensors
+            A = t["action_values"].shape[-1]
+            av3 = t["action_values"].reshape(-1, T, A)
+            pi3 = t["target_probs"].reshape(-1, T, A)
             block_a = triton.next_power_of_2(A)
             pl = plan_for(R, T, p.device, block_a)
-            q = v = dummy
-            av_args = [av3, *av3.stride(), pi3, *pi3.stride(), act, *_st(act), A]
+            q = v = (dummy, 0, 0)
+            lr = rows(raw["behavior_log_probs"])
+            av_args = [av3, *av3.stride(), pi3, *pi3.stride(), *rows(raw["actions"]), A]
         else:
-            q = _rows(p.tensors["q_values"], T)
-            v = _rows(p.tensors["state_values"], T)
-            lr = _rows(p.tensors["log_rhos"], T)
+            q = rows(raw["q_values"])
+            v = rows(raw["state_values"])
+            lr = rows(raw["log_rhos"])
             block_a = 1
             av_args = [dummy, 0, 0, 0, dummy, 0, 0, 0, dummy, 0, 0, 1]
-        args = [
-            r, *_st(r), v, *_st(v), *common, q, *_st(q), lr, *_st(lr), *split_scalar(assigner.c_bar),
-            *av_args, qt2, *_st(qt2), adv2, *_st(adv2), R,
-        ]
-        meta = {**meta, "ACTION_FORM": "action_values" in p.tensors, "BLOCK_A": block_a}
+        args = [*r, *v, *common, *q, *lr, *split_scalar(assigner.c_bar), *av_args, *qt, *adv, R]
+        meta = {**meta, "ACTION_FORM": "action_values" in raw, "BLOCK_A": block_a}
         _launch(retrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
-        return qt, adv
+        return qt[0], adv[0]
     raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")
 
 
@@ -261,15 +300,15 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     except RuntimeError:  # caller's dims do not merge: write [*B, T, *F] contiguous
         flat = empty(x.shape, dtype=p.dtype, device=p.device)
         out, out3 = flat.movedim(nb, p.time_dim), flat.view(R, T, F)
-    d = p.tensors.get("dones")
-    d2 = None if d is None else _rows(d, T)
     init = p.tensors.get("initial")
     init2 = None if init is None else init.reshape(R, F)
-    g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma, T, x3)
-    lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam, T, x3)
+    rows = _Rows(p)
+    d2, sdn, sdt = rows(p.raw.get("dones"))
+    g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma_raw, rows, x3)
+    lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam_raw, rows, x3)
     k = 0 if kind == "traces" else (1 if assigner.boundary == "ends_at" else 2)
     args = [
-        x3, *x3.stride(), d2 if d2 is not None else x3, *_st(d2),
+        x3, *x3.stride(), d2 if d2 is not None else x3, sdn, sdt,
         g, sgn, sgt, ghi, glo, lm, sln, slt, lhi, llo,
         init2 if init2 is not None else x3, *((0, 0) if init2 is None else init2.stride()),
         out3, *out3.stride(), R, F,
