@@ -500,6 +500,24 @@ class CreditAssigner(abc.ABC):
         return f"{type(self).__name__}({self._hparams()})"
 
 
+_INSTANCES: dict[tuple, CreditAssigner] = {}
+
+
+def instance(cls: type[CreditAssigner], *hparams: object) -> CreditAssigner:
+    """``cls(*hparams)``, reused across calls when every hyper-parameter is a Python
+    number or string (the functional API builds one estimator per call otherwise; the
+    argument checks still run the first time). Tensor hyper-parameters are not cached."""
+    if all(h is None or type(h) in (float, int, str) for h in hparams):
+        key = (cls, *((type(h), h) for h in hparams))
+        obj = _INSTANCES.get(key)
+        if obj is None:
+            obj = cls(*hparams)
+            if len(_INSTANCES) < 4096:
+                _INSTANCES[key] = obj
+        return obj
+    return cls(*hparams)
+
+
 def is_tensordict(x: object) -> bool:
     """True for a ``tensordict.TensorDictBase`` (without importing tensordict eagerly)."""
     if isinstance(x, Tensor) or x is None:

@@ -7,7 +7,7 @@ from typing import NamedTuple
 from torch import Tensor
 
 from rltriton import reference
-from rltriton.assigner import Coef, CreditAssigner, Problem, check_unit, is_tensordict
+from rltriton.assigner import Coef, CreditAssigner, Problem, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
 
 
@@ -142,7 +142,7 @@ def gae(
         >>> rt.gae(r, v, gamma=1.0, lam=1.0, terminated=torch.tensor([[0, 1, 0]])).advantages
         tensor([[2., 1., 1.]])
     """
-    return GAE(gamma, lam)(
+    return instance(GAE, gamma, lam)(
         rewards, values, terminated=terminated, truncated=truncated, next_values=next_values,
         bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, backend=backend,
     )

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from rltriton import reference
-from rltriton.assigner import Coef, CreditAssigner, Problem, check_threshold, check_unit, is_tensordict
+from rltriton.assigner import Coef, CreditAssigner, Problem, check_threshold, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
 from rltriton.estimators._shift import shift_next
 
@@ -217,7 +217,7 @@ def retrace(
         >>> rt.retrace(torch.ones(1, 3), z, z, z, gamma=0.5).q_targets
         tensor([[1.7500, 1.5000, 1.0000]])
     """
-    return Retrace(gamma, lam, c_bar)(
+    return instance(Retrace, gamma, lam, c_bar)(
         rewards, q_values, state_values, log_rhos, terminated=terminated, truncated=truncated,
         next_values=next_values, bootstrap_values=bootstrap_values, last_value=last_value,
         time_dim=time_dim, backend=backend,
@@ -257,7 +257,7 @@ def retrace_from_action_values(
         >>> rt.retrace_from_action_values(torch.zeros(1, 2), q, pi, a, mu, gamma=1.0).q_targets
         tensor([[1., 0.]])
     """
-    return Retrace(gamma, lam, c_bar).from_action_values(
+    return instance(Retrace, gamma, lam, c_bar).from_action_values(
         rewards, action_values, target_probs, actions, behavior_log_probs, terminated=terminated,
         truncated=truncated, bootstrap_values=bootstrap_values, last_value=last_value,
         time_dim=time_dim, backend=backend,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from rltriton import reference
-from rltriton.assigner import Coef, CreditAssigner, Problem, check_unit, is_tensordict
+from rltriton.assigner import Coef, CreditAssigner, Problem, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
 from rltriton.estimators._shift import inside_mask
 
@@ -193,7 +193,7 @@ def td_lambda(
         >>> rt.td_lambda(torch.ones(1, 2), next_values=torch.full((1, 2), 2.0), gamma=0.5, lam=0.0)
         tensor([[2., 2.]])
     """
-    return TDLambda(gamma, lam)(
+    return instance(TDLambda, gamma, lam)(
         rewards, values, terminated=terminated, truncated=truncated, next_values=next_values,
         bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, backend=backend,
     )
@@ -218,7 +218,7 @@ def discounted_returns(
         >>> rt.discounted_returns(torch.ones(1, 3), gamma=0.5, last_value=torch.tensor([4.0]))
         tensor([[2.2500, 2.5000, 3.0000]])
     """
-    return DiscountedReturn(gamma)(
+    return instance(DiscountedReturn, gamma)(
         rewards, terminated=terminated, truncated=truncated, bootstrap_values=bootstrap_values,
         last_value=last_value, time_dim=time_dim, backend=backend,
     )

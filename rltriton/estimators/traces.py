@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from rltriton import reference
-from rltriton.assigner import Coef, CreditAssigner, Problem, check_unit, is_tensordict
+from rltriton.assigner import Coef, CreditAssigner, Problem, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
 from rltriton.estimators._shift import shift_prev
 
@@ -205,7 +205,7 @@ def eligibility_traces(
         >>> rt.eligibility_traces(torch.ones(1, 3), gamma=0.5, lam=1.0)
         tensor([[1.0000, 1.5000, 1.7500]])
     """
-    return EligibilityTrace(gamma, lam)(x, dones=dones, initial=initial, time_dim=time_dim, backend=backend)
+    return instance(EligibilityTrace, gamma, lam)(x, dones=dones, initial=initial, time_dim=time_dim, backend=backend)
 
 
 def episodic_prefix_sum(
@@ -225,4 +225,4 @@ def episodic_prefix_sum(
         >>> rt.episodic_prefix_sum(torch.ones(1, 4), torch.tensor([[0, 1, 0, 0]]), boundary="starts_at")
         tensor([[1., 1., 2., 3.]])
     """
-    return EpisodicPrefixSum(boundary)(x, dones, initial=initial, time_dim=time_dim, backend=backend)
+    return instance(EpisodicPrefixSum, boundary)(x, dones, initial=initial, time_dim=time_dim, backend=backend)

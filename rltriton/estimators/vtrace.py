@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from rltriton import reference
-from rltriton.assigner import Coef, CreditAssigner, Problem, check_threshold, check_unit, is_tensordict
+from rltriton.assigner import Coef, CreditAssigner, Problem, check_threshold, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
 from rltriton.estimators._shift import inside_mask, shift_next
 
@@ -164,7 +164,7 @@ def vtrace(
         >>> out.advantages
         tensor([[2., 1.]])
     """
-    return VTrace(gamma, lam, rho_bar, c_bar, pg_rho_bar)(
+    return instance(VTrace, gamma, lam, rho_bar, c_bar, pg_rho_bar)(
         rewards, values, log_rhos, terminated=terminated, truncated=truncated, next_values=next_values,
         bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, backend=backend,
     )

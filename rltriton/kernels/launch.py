@@ -14,7 +14,6 @@ import struct
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
-import triton
 import triton.language as tl
 from torch import Tensor
 
@@ -58,6 +57,15 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+def _cdiv(a: int, b: int) -> int:
+    # plain integer arithmetic: triton.cdiv is a JIT function, slow to call from the host
+    return -(-a // b)
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << (x - 1).bit_length() if x > 1 else 1
+
+
 def _prev_pow2(x: int) -> int:
     return 1 << (max(x, 1).bit_length() - 1)
 
@@ -75,24 +83,24 @@ def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
     ~4096 steps run in parallel (two launches: summaries, then carry-in and outputs).
     """
     target = _PROGRAMS_PER_SM * sms
-    p2 = triton.next_power_of_2(max(T, 1))
+    p2 = _next_pow2(max(T, 1))
     if p2 <= _SHORT_T:
         block_t = min(p2, _MAX_BLOCK_T)
-        block_n = max(1, min(_SHORT_TILE // (block_t * width), triton.next_power_of_2(max(R, 1))))
+        block_n = max(1, min(_SHORT_TILE // (block_t * width), _next_pow2(max(R, 1))))
     else:
         block_t = min(p2, _MAX_BLOCK_T, 512 if R >= 1024 else 1024)
         block_n = 1
     block_n = max(1, min(block_n, _TILE // (block_t * width)))
-    programs = triton.cdiv(R, block_n)
-    n_chunks = triton.cdiv(T, block_t)
+    programs = _cdiv(R, block_n)
+    n_chunks = _cdiv(T, block_t)
     segments, seg_len = 1, n_chunks * block_t
     if programs < target and n_chunks >= _SPLIT_MIN_CHUNKS and R * T >= _SPLIT_MIN_ELEMS:
         per_seg = max(1, min(n_chunks, _SEG_STEPS // block_t))
-        per_seg = max(per_seg, triton.cdiv(n_chunks, _MAX_SEGMENTS))
-        segments, seg_len = triton.cdiv(n_chunks, per_seg), per_seg * block_t
+        per_seg = max(per_seg, _cdiv(n_chunks, _MAX_SEGMENTS))
+        segments, seg_len = _cdiv(n_chunks, per_seg), per_seg * block_t
     # Triton's scan lowering needs at least one element per thread (no replicated layouts):
     # pad tiny tiles with masked rows up to a warp.
-    block_n = max(block_n, triton.cdiv(32, block_t))
+    block_n = max(block_n, _cdiv(32, block_t))
     elems = block_n * block_t
     num_warps = max(1, min(8, elems * width // 128, elems // 32))
     return Plan(block_n, block_t, num_warps, segments, seg_len)
@@ -107,7 +115,7 @@ def plan_for(R: int, T: int, device: torch.device, width: int = 1) -> Plan:
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
     """One pass (PHASE 0), or the two passes of the time split. ``args`` are the kernel's
     arguments up to ``T`` (exclusive); ``lanes`` rows are tiled by the plan."""
-    rows_grid = triton.cdiv(lanes, pl.block_n)
+    rows_grid = _cdiv(lanes, pl.block_n)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps, **meta)
     if pl.segments == 1:
         kernel[(rows_grid, 1)](*args, T, pl.seg_len, args[0], args[0], PHASE=0, S_BLOCK=1, **common)
@@ -116,7 +124,7 @@ def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype:
     sum_b = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     grid = (rows_grid, pl.segments)
     # the summary tile of the carry-in scan also needs an element per thread
-    s_block = max(triton.next_power_of_2(pl.segments), 32 * pl.num_warps)
+    s_block = max(_next_pow2(pl.segments), 32 * pl.num_warps)
     kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=1, S_BLOCK=s_block, **common)
     kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=2, S_BLOCK=s_block, **common)
 
@@ -173,11 +181,15 @@ def _dt(p: Problem):
     return tl.float64 if p.dtype == torch.float64 else tl.float32
 
 
-def _output(p: Problem, like: Tensor) -> tuple[Tensor, int, int]:
-    """An output laid out like ``like`` (a caller's ``[*B, T]`` tensor) and its [rows, T]
-    strides; time-last contiguous when that layout does not merge."""
-    out = empty_like(like, dtype=p.dtype)
-    st = merged_strides(out.shape, out.stride(), p.time_dim)
+def _output(p: Problem, like: tuple[Tensor, int, int]) -> tuple[Tensor, int, int]:
+    """An output laid out like ``like`` (the caller's rewards as returned by ``_Rows``) and
+    its [rows, T] strides; time-last contiguous when that layout does not merge."""
+    src = like[0]
+    out = empty_like(src, dtype=p.dtype)
+    out_stride = out.stride()
+    if out_stride == src.stride():  # dense inputs: empty_like kept their layout
+        return out, like[1], like[2]
+    st = merged_strides(out.shape, out_stride, p.time_dim)
     if st is None:
         flat = empty(p.shape, dtype=p.dtype, device=p.device)
         return flat.movedim(-1, p.time_dim), p.T, 1
@@ -231,8 +243,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     R = p.shape.numel() // T
     raw = p.raw
     rows = _Rows(p)
-    like = raw["rewards"]
-    r = rows(like)
+    r = rows(raw["rewards"])
+    like = r
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
     pl = plan_for(R, T, p.device)
@@ -266,7 +278,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
             A = t["action_values"].shape[-1]
             av3 = t["action_values"].reshape(-1, T, A)
             pi3 = t["target_probs"].reshape(-1, T, A)
-            block_a = triton.next_power_of_2(A)
+            block_a = _next_pow2(A)
             pl = plan_for(R, T, p.device, block_a)
             q = v = (dummy, 0, 0)
             lr = rows(raw["behavior_log_probs"])
