@@ -65,7 +65,8 @@ def check_unit(name: str, value: object) -> Coef:
     """
     if isinstance(value, Tensor):
         check_tensor(name, value, "float")
-        if value.device.type == "cpu" and value.numel() > 0:
+        # (while torch.compile traces, the values are symbolic: the op checks them when it runs)
+        if value.device.type == "cpu" and value.numel() > 0 and not torch.compiler.is_compiling():
             lo, hi = float(value.min()), float(value.max())
             if not (0.0 <= lo and hi <= 1.0):
                 raise ValueError(f"{name}: expected values in [0, 1], got values in [{lo}, {hi}]")
@@ -477,6 +478,16 @@ class CreditAssigner(abc.ABC):
     def _triton(self, p: Problem) -> tuple[Tensor, ...]:
         """The fused Triton kernel; outputs in the caller's layout."""
 
+    def _compiled(self, kind: str, tensors: dict[str, Tensor | None], time_dim: int | None,
+                  backend: str | None) -> tuple[Tensor, ...]:
+        """The call as one ``rltriton::estimate`` custom op (while ``torch.compile`` traces)."""
+        from rltriton import ops
+
+        hparams = {n: getattr(self, n) for n in ("gamma", "lam", "rho_bar", "c_bar", "pg_rho_bar", "boundary")
+                   if hasattr(self, n)}
+        td = self.time_dim if time_dim is None else time_dim
+        return ops.call(kind, tensors, hparams, td, self.backend if backend is None else backend)
+
     # --- TensorDict ----------------------------------------------------------------
 
     def set_keys(self, **keys: Any) -> CreditAssigner:
@@ -507,7 +518,7 @@ def instance(cls: type[CreditAssigner], *hparams: object) -> CreditAssigner:
     """``cls(*hparams)``, reused across calls when every hyper-parameter is a Python
     number or string (the functional API builds one estimator per call otherwise; the
     argument checks still run the first time). Tensor hyper-parameters are not cached."""
-    if all(h is None or type(h) in (float, int, str) for h in hparams):
+    if all(h is None or type(h) in (float, int, str) for h in hparams) and not torch.compiler.is_compiling():
         key = (cls, *((type(h), h) for h in hparams))
         obj = _INSTANCES.get(key)
         if obj is None:

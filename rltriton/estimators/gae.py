@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import torch
 from torch import Tensor
 
 from rltriton import reference
@@ -74,6 +75,10 @@ class GAE(CreditAssigner):
         """Advantages and value targets of a ``[*B, T]`` rollout (or a TensorDict)."""
         if is_tensordict(rewards):
             return self._call_tensordict(rewards, time_dim, backend)
+        if torch.compiler.is_compiling():
+            return GAEResult(*self._compiled("gae", dict(
+                rewards=rewards, values=values, terminated=terminated, truncated=truncated, next_values=next_values,
+                bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend))
         if values is None:
             raise TypeError("values: expected a torch.Tensor, got NoneType")
         p = self._problem(

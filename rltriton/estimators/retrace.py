@@ -95,6 +95,11 @@ class Retrace(CreditAssigner):
         """Q targets and advantages of a ``[*B, T]`` rollout (or a TensorDict)."""
         if is_tensordict(rewards):
             return self._call_tensordict(rewards, time_dim, backend)
+        if torch.compiler.is_compiling():
+            return RetraceResult(*self._compiled("retrace", dict(
+                rewards=rewards, q_values=q_values, state_values=state_values, log_rhos=log_rhos,
+                terminated=terminated, truncated=truncated, next_values=next_values,
+                bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend))
         for name, x in (("q_values", q_values), ("state_values", state_values), ("log_rhos", log_rhos)):
             if x is None:
                 raise TypeError(f"{name}: expected a torch.Tensor, got NoneType")
@@ -128,6 +133,11 @@ class Retrace(CreditAssigner):
         ``log rho_t = log target_probs[t, a_t] - behavior_log_probs[t]``; then the recursion
         of the class. ``nv_t = v_{t+1}`` uses pi at ``s_{t+1}``.
         """
+        if torch.compiler.is_compiling():
+            return RetraceResult(*self._compiled("retrace_av", dict(
+                rewards=rewards, action_values=action_values, target_probs=target_probs, actions=actions,
+                behavior_log_probs=behavior_log_probs, terminated=terminated, truncated=truncated,
+                bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend))
         p = self._problem(
             {"rewards": rewards, "behavior_log_probs": behavior_log_probs},
             flags={"terminated": terminated, "truncated": truncated},

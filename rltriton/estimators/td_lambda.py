@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from rltriton import reference
@@ -71,6 +72,10 @@ class TDLambda(CreditAssigner):
         """TD(lambda) returns of a ``[*B, T]`` rollout (or a TensorDict)."""
         if is_tensordict(rewards):
             return self._call_tensordict(rewards, time_dim, backend)
+        if torch.compiler.is_compiling():
+            return self._compiled("td_lambda", dict(
+                rewards=rewards, values=values, terminated=terminated, truncated=truncated, next_values=next_values,
+                bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend)[0]
         if values is None and next_values is None:
             raise ValueError("values: expected a tensor (or next_values), got neither")
         p = self._problem(
@@ -142,6 +147,10 @@ class DiscountedReturn(CreditAssigner):
         """Discounted returns of a ``[*B, T]`` reward tensor (or a TensorDict)."""
         if is_tensordict(rewards):
             return self._call_tensordict(rewards, time_dim, backend)
+        if torch.compiler.is_compiling():
+            return self._compiled("discounted_returns", dict(
+                rewards=rewards, terminated=terminated, truncated=truncated, bootstrap_values=bootstrap_values,
+                last_value=last_value), time_dim, backend)[0]
         p = self._problem(
             {"rewards": rewards},
             flags={"terminated": terminated, "truncated": truncated},

@@ -86,6 +86,8 @@ class EligibilityTrace(CreditAssigner):
         """Traces of ``x`` (``[*B, T, *F]``), or of a TensorDict."""
         if is_tensordict(x):
             return self._call_tensordict(x, time_dim, backend)
+        if torch.compiler.is_compiling():
+            return self._compiled("traces", dict(x=x, dones=dones, initial=initial), time_dim, backend)[0]
         p = _forward_problem(self, x, dones, initial, time_dim, self.gamma, self.lam)
         return self._run(p, backend)[0]
 
@@ -156,6 +158,8 @@ class EpisodicPrefixSum(CreditAssigner):
         """Segmented prefix sums of ``x`` (``[*B, T, *F]``) with flags ``dones`` (``[*B, T]``)."""
         if is_tensordict(x):
             return self._call_tensordict(x, time_dim, backend)
+        if torch.compiler.is_compiling():
+            return self._compiled("prefix_sum", dict(x=x, dones=dones, initial=initial), time_dim, backend)[0]
         if dones is None:
             raise TypeError("dones: expected a torch.Tensor, got NoneType")
         p = _forward_problem(self, x, dones, initial, time_dim)
