@@ -221,7 +221,8 @@ def reference_outputs(ro: Rollout, oracle: str) -> dict[str, Tensor]:
 
     if oracle == "reference":
         cpu = torch.device("cpu")
-        out = getattr(rt.reference, RT_FN[ro.est])(*(up(a, cpu) for a in args), **{k: up(v, cpu) for k, v in kw.items()})
+        fn = getattr(rt.reference, RT_FN[ro.est])
+        out = fn(*(up(a, cpu) for a in args), **{k: up(v, cpu) for k, v in kw.items()})
     else:
         out = getattr(rt, RT_FN[ro.est])(*(up(a, ro.device) for a in args),
                                           **{k: up(v, ro.device) for k, v in kw.items()}, backend="torch")
@@ -409,7 +410,7 @@ def torchrl_candidate(ro: Rollout) -> Candidate:
     done = ro.done[..., None].contiguous()
     term = ro["terminated"][..., None].contiguous()
     g, lm = ro.gamma, ro.lam
-    note = "not CUDA-graph capturable (.item() / data-dependent boolean indexing)"
+    note = "calls .item() and data-dependent boolean indexing (host syncs)"
     if ro.est == "gae":
         sv = ro["values"][..., None].contiguous()
         f = trl.vec_generalized_advantage_estimate
@@ -559,12 +560,14 @@ def rl_triton_candidate(ro: Rollout) -> Candidate:
             bv = _rl_bootstrap(ro)
         else:
             bv = _edge_column(ro)
-        return Candidate("rl-triton", lambda: rlt.compute_lambda_returns(r, nv, term_f, trunc_f, g, lm, bootstrap_values=bv),
+        return Candidate("rl-triton",
+                         lambda: rlt.compute_lambda_returns(r, nv, term_f, trunc_f, g, lm, bootstrap_values=bv),
                          lambda o: {"returns": o}, note="compute_lambda_returns(next_values zeroed at truncations)")
     if e == "discounted_returns":
         r = ro["rewards"]
         bv = _rl_bootstrap(ro) if ro.truncations else _edge_column(ro)
-        return Candidate("rl-triton", lambda: rlt.compute_discounted_returns(r, term_f, trunc_f, g, bootstrap_values=bv),
+        return Candidate("rl-triton",
+                         lambda: rlt.compute_discounted_returns(r, term_f, trunc_f, g, bootstrap_values=bv),
                          lambda o: {"returns": o}, note="compute_discounted_returns")
     if e == "vtrace":
         r, v, lpt, lpb = ro["rewards"], ro["values"], ro["log_pi_target"], ro["log_pi_behavior"]
@@ -583,7 +586,8 @@ def rl_triton_candidate(ro: Rollout) -> Candidate:
         # equal to our nv_t, that expectation is nv_t whatever pi(.|s_t) is
         nq = next_state_values(ro)[..., None].expand(ro.N, ro.T, N_ACTIONS).contiguous()
         tr = trunc_f if trunc_f is not None else torch.zeros_like(term_f)
-        return Candidate("rl-triton", lambda: rlt.compute_retrace(pi, mu, q, nq, actions, r, term_f, tr, g, lm, 1.0, 1.0),
+        return Candidate("rl-triton",
+                         lambda: rlt.compute_retrace(pi, mu, q, nq, actions, r, term_f, tr, g, lm, 1.0, 1.0),
                          lambda o: {"q_targets": o[0]},
                          note="compute_retrace: q targets only (its advantage is rho*(r + g Q_ret[t+1]) - Q, "
                               "not ours); next_q_values_all = nv_t broadcast over actions")
@@ -595,7 +599,8 @@ def rl_triton_candidate(ro: Rollout) -> Candidate:
         if e == "traces":
             return Candidate("rl-triton", lambda: rlt.compute_eligibility_traces(x, d, g, lm, seed_values=init),
                              lambda o: {"traces": o}, note="compute_eligibility_traces")
-        return Candidate("rl-triton", lambda: rlt.compute_episodic_prefix_sum(x, d, seed_values=init, boundary="ends_at"),
+        return Candidate("rl-triton",
+                         lambda: rlt.compute_episodic_prefix_sum(x, d, seed_values=init, boundary="ends_at"),
                          lambda o: {"sums": o}, note="compute_episodic_prefix_sum(boundary='ends_at')")
     raise Skip(e)
 

@@ -39,9 +39,11 @@ GRIDS: dict[str, list[tuple[int, int]]] = {
     "long": [(64, 65536), (16, 131072), (16, 262144), (1, 1048576)],
     "quick": [(4096, 128), (16384, 512), (512, 4096), (32768, 8), (32768, 64), (16, 262144), (1, 1048576)],
 }
-SMOKE_SHAPES = [("classic", (4, 16)), ("massive", (64, 8)), ("long", (2, 300))]
+SMOKE_SHAPES = [("classic", (4, 16)), ("massive", (16, 8)), ("long", (2, 300))]
 LONG_GOAL_SHAPES = {(16, 262144), (1, 1048576)}
 PEERS = ("torch.compile", "torchrl", "cleanrl", "rl-triton", "pufferlib")
+COLORS = {"rltriton": "C0", "rltriton[torch]": "C1", "rltriton(lp)": "C9", "torch.compile": "C2", "torchrl": "C4",
+          "cleanrl": "C3", "rl-triton": "C6", "pufferlib": "C5"}
 
 
 def category(shape: tuple[int, int]) -> str:
@@ -79,6 +81,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="output folder")
     p.add_argument("--tag", default="", help="extra suffix for the output file names")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--from-json", default="", metavar="PATH",
+                   help="only re-render the markdown and plots of an earlier run's JSON (next to it, or in --out)")
     p.add_argument("--smoke", action="store_true",
                    help="CPU harness check: tiny shapes, TRITON_INTERPRET=1, perf_counter timing")
     return p.parse_args(argv)
@@ -98,7 +102,6 @@ import triton  # noqa: E402
 import rltriton as rt  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks import peers as P  # noqa: E402
-
 
 # --------------------------------------------------------------------------------------------
 # Environment
@@ -188,7 +191,7 @@ def plan(t0_us: float) -> dict[str, int]:
     """Timing effort for a candidate whose single call takes ``t0_us``: the BENCHMARKS.md
     protocol for anything under 2 ms, fewer calls (noted in the results) for slow ones."""
     if ARGS.smoke:
-        return {"calls": 3, "trials": 2, "warmup": 1, "graph_calls": 0, "rounds": min(ARGS.rounds, 2)}
+        return {"calls": 2, "trials": 1, "warmup": 0, "graph_calls": 0, "rounds": min(ARGS.rounds, 2)}
     if t0_us < 2000:
         return {"calls": ARGS.calls, "trials": ARGS.trials, "warmup": ARGS.warmup,
                 "graph_calls": ARGS.graph_calls, "rounds": ARGS.rounds}
@@ -250,9 +253,14 @@ def build_candidates(est: str, ro: P.Rollout, status: dict[str, tuple[bool, str]
     if est == "vtrace":
         cands.append(P.rltriton_logp_candidate(ro, backend))
     compile_for = P.ESTIMATORS if ARGS.compile_for == "all" else tuple(ARGS.compile_for.split(","))
+
+    def compiled() -> P.Candidate:
+        if est not in compile_for:
+            raise P.Skip(f"not in --compile-for ({ARGS.compile_for})")
+        return P.torch_compile_candidate(ro)
+
     makers = {
-        "torch.compile": lambda: P.torch_compile_candidate(ro) if est in compile_for else (_ for _ in ()).throw(
-            P.Skip(f"not in --compile-for ({ARGS.compile_for})")),
+        "torch.compile": compiled,
         "torchrl": lambda: P.torchrl_candidate(ro),
         "cleanrl": lambda: P.cleanrl_candidate(ro),
         "rl-triton": lambda: P.rl_triton_candidate(ro),
@@ -354,8 +362,6 @@ def run_row(est: str, shape: tuple[int, int], cat: str, status, seed: int) -> di
         if e.plan and e.plan["calls"] < ARGS.calls and not ARGS.smoke:
             e.notes.append(f"slow: {e.plan['calls']} calls x {e.plan['trials']} trials, "
                            f"{e.plan['graph_calls']} per graph, {e.plan['rounds']} round(s)")
-        if ARGS.smoke and e.capturable is False and not any("device = None" in n for n in e.notes):
-            pass
     row["floor"] = entries[0].record()
     for e in entries[1:]:
         row["candidates"][e.name] = e.record()
@@ -415,15 +421,17 @@ def goal_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         fl = r["floor"]
         if r["category"] in ("classic", "massive"):
             q = ratio(ours["device_us"], fl.get("device_us"))
-            out.append({"row": tag, "goal": "device <= 1.25 x floor", "value": q,
+            out.append({"row": tag, "goal": "device <= 1.25 x floor", "value": q, "shown": f"{fmt(q, 2)}x",
                         "pass": q is not None and q <= 1.25})
         else:
             q = ratio(ours["device_us"], r["bw_floor_us"])
             goal = "device <= 2 x bandwidth floor" + (" (goal row)" if shape in LONG_GOAL_SHAPES else "")
-            out.append({"row": tag, "goal": goal, "value": q, "pass": q is not None and q <= 2.0})
+            out.append({"row": tag, "goal": goal, "value": q, "shown": f"{fmt(q, 2)}x",
+                        "pass": q is not None and q <= 2.0})
         if ours.get("full_us") is not None and fl.get("full_us") is not None:
             d = ours["full_us"] - fl["full_us"]
-            out.append({"row": tag, "goal": "full call <= floor full call + 5 us", "value": d, "pass": d <= 5.0})
+            out.append({"row": tag, "goal": "full call <= floor full call + 5 us", "value": d,
+                        "shown": f"{d:+.1f} µs", "pass": d <= 5.0})
         for peer in ("rl-triton", "pufferlib"):
             pc = r["candidates"].get(peer)
             if not pc or pc.get("full_us") is None:
@@ -431,10 +439,15 @@ def goal_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             fast_dev = pc.get("device_us") is None or ours["device_us"] <= pc["device_us"]
             fast_full = ours["full_us"] is not None and ours["full_us"] <= pc["full_us"]
             q = ratio(pc.get("device_us"), ours["device_us"])
+            qf = ratio(pc.get("full_us"), ours["full_us"])
+            wrong = " (peer output wrong)" if pc.get("ok") is False else ""
             out.append({"row": tag, "goal": f"ahead of {peer} (device and full call)", "value": q,
+                        "shown": f"{peer}/rltriton: device {fmt(q, 2)}x, full {fmt(qf, 2)}x{wrong}",
                         "pass": bool(fast_dev and fast_full)})
         if ours.get("ok") is False:
-            out.append({"row": tag, "goal": "rltriton correct", "value": ours.get("max_abs_err"), "pass": False})
+            err = ours.get("max_abs_err")
+            out.append({"row": tag, "goal": "rltriton correct", "value": err,
+                        "shown": "?" if err is None else f"max abs err {err:.2e}", "pass": False})
     return out
 
 
@@ -470,6 +483,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             L.append(f"### {title}")
             L.append("")
             hdr = ["shape", "floor", "bw floor", "rltriton", "rltriton / floor"]
+            if key == "device_us":
+                hdr.append("rltriton / bw floor")
             for n in names:
                 hdr += [n, f"{n} / rltriton"]
             L.append("| " + " | ".join(hdr) + " |")
@@ -480,6 +495,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                 fl = r["floor"].get(key)
                 cells = [f"{r['shape'][0]}x{r['shape'][1]}", fmt(fl), fmt(r["bw_floor_us"], 2) if key == "device_us"
                          else "", cand_cell(ours, key), fmt(ratio(o, fl), 2)]
+                if key == "device_us":
+                    cells.append(fmt(ratio(o, r["bw_floor_us"]), 2))
                 for n in names:
                     c = r["candidates"].get(n)
                     if c is None:
@@ -528,11 +545,18 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         n_pass = sum(c["pass"] for c in checks)
         L.append(f"{n_pass} of {len(checks)} pass.")
         L.append("")
+        L.append("| goal | pass | fail |")
+        L.append("| --- | --- | --- |")
+        kinds: dict[str, list[bool]] = {}
+        for c in checks:
+            kinds.setdefault(c["goal"].replace(" (goal row)", ""), []).append(c["pass"])
+        for k, v in kinds.items():
+            L.append(f"| {k} | {sum(v)} | {len(v) - sum(v)} |")
+        L.append("")
         L.append("| row | goal | value | verdict |")
         L.append("| --- | --- | --- | --- |")
         for c in checks:
-            L.append(f"| {c['row']} | {c['goal']} | {fmt(c['value'], 2) if c['value'] is not None else '—'} | "
-                     f"{'pass' if c['pass'] else '**FAIL**'} |")
+            L.append(f"| {c['row']} | {c['goal']} | {c.get('shown', '—')} | {'pass' if c['pass'] else '**FAIL**'} |")
     else:
         L.append("No device figures (smoke run or nothing measured).")
     L.append("")
@@ -585,8 +609,13 @@ def plots(rows: list[dict[str, Any]], stem: Path) -> list[str]:
                             xs.append(r["shape"][1])
                             ys.append(y)
                     if xs:
-                        style = "--" if n in ("floor", "bw floor") else "-"
-                        ax.plot(xs, ys, style, marker="o", ms=3, label=n)
+                        if n == "floor":
+                            ax.plot(xs, ys, "--", color="black", marker="o", ms=3, label=n)
+                        elif n == "bw floor":
+                            ax.plot(xs, ys, ":", color="grey", marker=".", ms=3, label=n)
+                        else:
+                            ax.plot(xs, ys, "-", marker="o", ms=3, lw=2.2 if n == "rltriton" else 1.2, label=n,
+                                    color=COLORS.get(n))
                 ax.set_xscale("log", base=2)
                 ax.set_yscale("log")
                 ax.set_title(f"{est}  N={n_env}", fontsize=9)
@@ -614,7 +643,8 @@ def plots(rows: list[dict[str, Any]], stem: Path) -> list[str]:
 
 
 def short_table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'estimator':<18} {'shape':>12} {'floor':>8} {'ours':>8} {'/floor':>6} {'full':>8}  peers (device µs, ✗ = wrong)"]
+    lines = [f"{'estimator':<18} {'shape':>12} {'floor':>8} {'ours':>8} {'/floor':>6} {'full':>8}  "
+             "peers (device µs, or full call where no device figure; ✗ = wrong)"]
     for r in rows:
         ours = r["candidates"].get("rltriton") or {}
         fl = r["floor"]
@@ -648,7 +678,24 @@ def parse_shapes(spec: str) -> list[tuple[int, int]]:
     return out
 
 
+def rerender(path: str) -> int:
+    src = Path(path)
+    d = json.loads(src.read_text())
+    out_dir = Path(ARGS.out) if "--out" in sys.argv else src.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / src.stem
+    meta, rows = d["meta"], d["rows"]
+    if not ARGS.no_plots:
+        meta["plots"] = plots(rows, stem)
+    Path(f"{stem}.md").write_text(markdown(meta, rows))
+    print(f"wrote {stem}.md" + "".join(f", {x}" for x in meta.get("plots", [])))
+    print(short_table(rows))
+    return 0
+
+
 def main() -> int:
+    if ARGS.from_json:
+        return rerender(ARGS.from_json)
     t_begin = time.perf_counter()
     if not ARGS.smoke and not torch.cuda.is_available():
         print("no CUDA device: run on the GPU, or use --smoke for the CPU harness check", file=sys.stderr)
@@ -681,7 +728,7 @@ def main() -> int:
         grid_tag = "+".join(grids)
     if ARGS.shapes:
         extra = parse_shapes(ARGS.shapes)
-        shapes = [(category(s), s) for s in extra] if not ARGS.smoke else [("classic", s) for s in extra]
+        shapes = [(category(s), s) for s in extra]
         grid_tag = "custom"
 
     # peers available in this process
@@ -768,8 +815,9 @@ def main() -> int:
                   f"{'ok' if ours.get('ok') else 'WRONG' if ours else '-'} | {row.get('seconds', '?')} s", flush=True)
             for n, c in row["candidates"].items():
                 if n != "rltriton":
+                    err = c.get("max_abs_err")
                     print(f"   {n:<16} dev {fmt(c.get('device_us')):>8} full {fmt(c.get('full_us')):>8} "
-                          f"err {c.get('max_abs_err') if c.get('max_abs_err') is None else format(c['max_abs_err'], '.1e')}"
+                          f"err {'—' if err is None else format(err, '.1e')}"
                           f" {'ok' if c.get('ok') else 'WRONG'}{' ' + c['error'] if c.get('error') else ''}",
                           flush=True)
             write()
@@ -779,11 +827,15 @@ def main() -> int:
         if not ARGS.no_plots and rows:
             try:
                 meta["plots"] = plots(rows, stem)
+                meta["notes"] += [x for x in meta["plots"] if not x.endswith(".png")]
             except Exception as exc:  # noqa: BLE001
                 meta["notes"].append("plots failed: " + short_exc(exc))
         write()
     print()
-    print(f"wrote {stem}.json, {stem}.md" + (f" and {len(meta.get('plots', []))} plots" if meta.get("plots") else ""))
+    pngs = [x for x in meta.get("plots", []) if x.endswith(".png")]
+    print(f"wrote {stem}.json, {stem}.md" + (f" and {len(pngs)} plots ({stem}-<estimator>.png)" if pngs else ""))
+    for n in meta["notes"]:
+        print("note:", n)
     checks = goal_checks(rows)
     if checks:
         print(f"goal checks: {sum(c['pass'] for c in checks)} of {len(checks)} pass (see the .md)")
