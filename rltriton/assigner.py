@@ -426,11 +426,22 @@ class CreditAssigner(abc.ABC):
 
     # --- dispatch ----------------------------------------------------------------
 
-    def _resolve_backend(self, backend: str | None, device: torch.device) -> str:
+    def _resolve_backend(self, backend: str | None, device: torch.device, p: Problem | None = None) -> str:
+        """The backend to run. The Triton kernels have no backward pass: when autograd
+        would record the call (grad mode on and an input that requires grad), ``"auto"``
+        runs the differentiable torch backend and ``"triton"`` is an error."""
         b = self.backend if backend is None else check_backend(backend)
+        needs_grad = p is not None and torch.is_grad_enabled() and any(x.requires_grad for x in p.raw.values())
         if b == "auto":
+            if needs_grad:
+                return "torch"
             return "triton" if device.type == "cuda" and _triton_available() else "torch"
         if b == "triton":
+            if needs_grad:
+                raise ValueError(
+                    "backend='triton': expected inputs that do not require grad (the kernels have no backward; "
+                    "use backend='torch' or torch.no_grad()), got an input that requires grad"
+                )
             if not _triton_available():
                 raise ValueError("backend: expected an installed triton for backend='triton', got none")
             if not triton_usable(device):
@@ -442,7 +453,7 @@ class CreditAssigner(abc.ABC):
 
     def _run(self, p: Problem, backend: str | None) -> tuple[Tensor, ...]:
         """Compute in the chosen backend and return outputs in the caller's layout."""
-        b = self._resolve_backend(backend, p.device)
+        b = self._resolve_backend(backend, p.device, p)
         if p.T == 0 or p.shape.numel() == 0:
             outs = tuple(self._empty_output(p) for _ in self.output_names)
         elif b == "triton":
@@ -498,7 +509,14 @@ class CreditAssigner(abc.ABC):
         self._keys.update(keys)
         return self
 
-    def _call_tensordict(self, td: Any, time_dim: int | None, backend: str | None) -> Any:
+    def _call_tensordict(self, td: Any, time_dim: int | None, backend: str | None, **tensors: Any) -> Any:
+        """The TensorDict entry point; ``tensors`` are the call's other tensor arguments,
+        which must be absent (a TensorDict call reads everything from its keys)."""
+        given = sorted(n for n, x in tensors.items() if x is not None)
+        if given:
+            raise TypeError(
+                f"expected only a TensorDict (and time_dim/backend) when calling with a TensorDict, got {given} too"
+            )
         # Imported on first use: the core imports no adapter module at import time.
         from rltriton.adapters.tensordict import call_on_tensordict
 

@@ -1070,3 +1070,38 @@ def test_tensordict_renamed_reward_missing_names_the_new_key():
     with pytest.raises(KeyError) as ei:
         rt.GAE(0.99, 0.95).set_keys(reward=("next", "rew"))(_td(with_reward=True), backend="torch")
     assert "'next', 'rew'" in _key_error_text(ei.value)
+
+
+def test_autograd_with_triton_backend():
+    """The kernels have no backward: "auto" falls back to the differentiable torch backend,
+    an explicit "triton" refuses instead of silently dropping the graph."""
+    import rltriton as rt
+
+    r = torch.randn(3, 7, requires_grad=True)
+    v = torch.randn(3, 7)
+    adv, _ = rt.gae(r, v, gamma=0.9, lam=0.8, backend="auto")
+    assert adv.requires_grad
+    adv.sum().backward()
+    assert r.grad is not None and torch.isfinite(r.grad).all()
+    with pytest.raises(ValueError, match="expected inputs that do not require grad") as e:
+        rt.gae(r, v, gamma=0.9, lam=0.8, backend="triton")
+    assert "got" in str(e.value)
+    with torch.no_grad():
+        rt.gae(r, v, gamma=0.9, lam=0.8, backend="torch")
+
+
+def test_tensordict_call_rejects_extra_tensors():
+    from tensordict import TensorDict
+
+    import rltriton as rt
+
+    td = TensorDict(
+        {
+            "state_value": torch.randn(2, 5),
+            "next": {"reward": torch.randn(2, 5), "done": torch.zeros(2, 5, dtype=torch.bool)},
+        },
+        [2, 5],
+    )
+    with pytest.raises(TypeError, match="expected only a TensorDict") as e:
+        rt.GAE(0.9, 0.8)(td, last_value=torch.zeros(2))
+    assert "last_value" in str(e.value)

@@ -74,7 +74,15 @@ class GAE(CreditAssigner):
     ):
         """Advantages and value targets of a ``[*B, T]`` rollout (or a TensorDict)."""
         if is_tensordict(rewards):
-            return self._call_tensordict(rewards, time_dim, backend)
+            return self._call_tensordict(
+                rewards, time_dim, backend,
+                values=values,
+                terminated=terminated,
+                truncated=truncated,
+                next_values=next_values,
+                bootstrap_values=bootstrap_values,
+                last_value=last_value,
+            )
         if torch.compiler.is_compiling():
             return GAEResult(*self._compiled("gae", dict(
                 rewards=rewards, values=values, terminated=terminated, truncated=truncated, next_values=next_values,

@@ -94,7 +94,17 @@ class Retrace(CreditAssigner):
     ):
         """Q targets and advantages of a ``[*B, T]`` rollout (or a TensorDict)."""
         if is_tensordict(rewards):
-            return self._call_tensordict(rewards, time_dim, backend)
+            return self._call_tensordict(
+                rewards, time_dim, backend,
+                q_values=q_values,
+                state_values=state_values,
+                log_rhos=log_rhos,
+                terminated=terminated,
+                truncated=truncated,
+                next_values=next_values,
+                bootstrap_values=bootstrap_values,
+                last_value=last_value,
+            )
         if torch.compiler.is_compiling():
             return RetraceResult(*self._compiled("retrace", dict(
                 rewards=rewards, q_values=q_values, state_values=state_values, log_rhos=log_rhos,

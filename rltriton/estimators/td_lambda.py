@@ -71,7 +71,10 @@ class TDLambda(CreditAssigner):
     ):
         """TD(lambda) returns of a ``[*B, T]`` rollout (or a TensorDict)."""
         if is_tensordict(rewards):
-            return self._call_tensordict(rewards, time_dim, backend)
+            return self._call_tensordict(
+                rewards, time_dim, backend, values=values, terminated=terminated, truncated=truncated,
+                next_values=next_values, bootstrap_values=bootstrap_values, last_value=last_value,
+            )
         if torch.compiler.is_compiling():
             return self._compiled("td_lambda", dict(
                 rewards=rewards, values=values, terminated=terminated, truncated=truncated, next_values=next_values,
@@ -146,7 +149,10 @@ class DiscountedReturn(CreditAssigner):
     ):
         """Discounted returns of a ``[*B, T]`` reward tensor (or a TensorDict)."""
         if is_tensordict(rewards):
-            return self._call_tensordict(rewards, time_dim, backend)
+            return self._call_tensordict(
+                rewards, time_dim, backend, terminated=terminated, truncated=truncated,
+                bootstrap_values=bootstrap_values, last_value=last_value,
+            )
         if torch.compiler.is_compiling():
             return self._compiled("discounted_returns", dict(
                 rewards=rewards, terminated=terminated, truncated=truncated, bootstrap_values=bootstrap_values,

@@ -85,7 +85,7 @@ class EligibilityTrace(CreditAssigner):
     ):
         """Traces of ``x`` (``[*B, T, *F]``), or of a TensorDict."""
         if is_tensordict(x):
-            return self._call_tensordict(x, time_dim, backend)
+            return self._call_tensordict(x, time_dim, backend, dones=dones, initial=initial)
         if torch.compiler.is_compiling():
             return self._compiled("traces", dict(x=x, dones=dones, initial=initial), time_dim, backend)[0]
         p = _forward_problem(self, x, dones, initial, time_dim, self.gamma, self.lam)
@@ -157,7 +157,7 @@ class EpisodicPrefixSum(CreditAssigner):
     ):
         """Segmented prefix sums of ``x`` (``[*B, T, *F]``) with flags ``dones`` (``[*B, T]``)."""
         if is_tensordict(x):
-            return self._call_tensordict(x, time_dim, backend)
+            return self._call_tensordict(x, time_dim, backend, dones=dones, initial=initial)
         if torch.compiler.is_compiling():
             return self._compiled("prefix_sum", dict(x=x, dones=dones, initial=initial), time_dim, backend)[0]
         if dones is None:

@@ -88,7 +88,16 @@ class VTrace(CreditAssigner):
     ):
         """Value targets and advantages of a ``[*B, T]`` rollout (or a TensorDict)."""
         if is_tensordict(rewards):
-            return self._call_tensordict(rewards, time_dim, backend)
+            return self._call_tensordict(
+                rewards, time_dim, backend,
+                values=values,
+                log_rhos=log_rhos,
+                terminated=terminated,
+                truncated=truncated,
+                next_values=next_values,
+                bootstrap_values=bootstrap_values,
+                last_value=last_value,
+            )
         if torch.compiler.is_compiling():
             return VTraceResult(*self._compiled("vtrace", dict(
                 rewards=rewards, values=values, log_rhos=log_rhos, terminated=terminated, truncated=truncated,
