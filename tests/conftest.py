@@ -37,16 +37,18 @@ def poisoned(monkeypatch):
     return launch
 
 
-def use_small_tiles(monkeypatch, launch, split: bool) -> None:
+def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) -> None:
     """Tiny tiles (BLOCK_T <= 16, 64 elements) so small shapes span several time chunks and
     several row programs. ``split`` also cuts every multi-chunk row into time segments (the
-    two-phase path the GPU takes for long rows); otherwise one pass per row."""
+    two-phase path the GPU takes for long rows; with ``lookback``, the single-pass
+    decoupled look-back instead); otherwise one pass per row."""
     monkeypatch.setattr(launch, "_MAX_BLOCK_T", 16)
     monkeypatch.setattr(launch, "_TILE", 64)
     monkeypatch.setattr(launch, "_SPLIT_MIN_ELEMS", 0 if split else 1 << 62)
     monkeypatch.setattr(launch, "_MAX_SEGMENTS", 3)
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)
+    monkeypatch.setattr(launch, "_LOOKBACK", lookback)
     launch.plan.cache_clear()
 
 

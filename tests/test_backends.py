@@ -18,16 +18,17 @@ from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, ma
 FEATURED = ("traces", "prefix_sum")
 
 
-@pytest.fixture(params=["torch", "triton-split", "triton-single"])
+@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback"])
 def backend(request, monkeypatch):
-    """The torch backend, or the Triton kernels with small tiles, with and without the time
-    split (two-phase path)."""
+    """The torch backend, or the Triton kernels with small tiles: one pass per row, the
+    two-phase time split, or the single-pass look-back split."""
     if request.param == "torch":
         return "torch"
     if not INTERPRET:
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1 (GPU runs: tests/test_gpu.py)")
     launch = request.getfixturevalue("poisoned")
-    use_small_tiles(monkeypatch, launch, split=request.param == "triton-split")
+    mode = request.param
+    use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback")
     request.addfinalizer(launch.plan.cache_clear)
     return "triton"
 

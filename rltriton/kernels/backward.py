@@ -10,8 +10,8 @@ output of the estimator. Out-of-range steps of the last chunk are identity eleme
 
 Rows too few to fill the GPU are split in time (grid axis 1, segments of SEG steps):
 PHASE 1 stores each segment's composed map, PHASE 2 turns the summaries of the later
-segments into its carry-in and writes the outputs (see ``scan.py``); PHASE 0 is one
-pass over whole rows.
+segments into its carry-in and writes the outputs; PHASE 3 does both in one pass by
+decoupled look-back (see ``scan.py``); PHASE 0 is one pass over whole rows.
 
 Structure (which optional tensors exist, the boundary form, tensor vs scalar gamma/lam,
 the arithmetic dtype) is ``tl.constexpr``; hyper-parameters are runtime scalars.
@@ -29,12 +29,12 @@ from rltriton.kernels.scan import (
     load_flag,
     load_tile,
     next_state_values,
+    program_tile,
     scalar,
-    scan_tile,
-    scan_tile_lagged,
+    scan_step,
+    scan_step_lagged,
     segment_carry_in,
     segment_chunk,
-    segment_start,
 )
 
 
@@ -64,10 +64,10 @@ def _prologue(
 
 
 @triton.jit
-def _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE: tl.constexpr):
+def _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE: tl.constexpr):
     """PHASE 1: the composed map of this program's segment, at [rows, seg] of [R, n_segs]."""
     if PHASE == 1:
-        off = rows * tl.num_programs(1) + seg
+        off = rows * n_segs + seg
         tl.store(sum_a_ptr + off, seg_a[:, None], mask=row_mask)
         tl.store(sum_b_ptr + off, seg_b[:, None], mask=row_mask)
 
@@ -79,18 +79,17 @@ def gae_kernel(
     nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     adv_ptr, s_a_n, s_a_t, tgt_ptr, s_o_n, s_o_t,
-    R, T, SEG, sum_a_ptr, sum_b_ptr,
+    R, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
     row_mask = rows < R
-    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
@@ -114,10 +113,12 @@ def gae_kernel(
             ca, cb = chunk_map(alpha, beta, True)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
-            adv, carry = scan_tile(alpha, beta, carry, True)
+            adv, carry = scan_step(
+                alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, PHASE, True
+            )
             tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, adv, mask=mask)
             tl.store(tgt_ptr + rows * s_o_n + ts * s_o_t, adv + v, mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -127,19 +128,18 @@ def td_lambda_kernel(
     nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     out_ptr, s_o_n, s_o_t,
-    R, T, SEG, sum_a_ptr, sum_b_ptr,
+    R, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
     HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
     row_mask = rows < R
-    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
@@ -165,9 +165,11 @@ def td_lambda_kernel(
             ca, cb = chunk_map(alpha, beta, True)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
-            out, carry = scan_tile(alpha, beta, carry, True)
+            out, carry = scan_step(
+                alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, PHASE, True
+            )
             tl.store(out_ptr + rows * s_o_n + ts * s_o_t, out, mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -178,7 +180,7 @@ def vtrace_kernel(
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     lr_ptr, s_lr_n, s_lr_t, rho_hi, rho_lo, c_hi, c_lo, pg_hi, pg_lo,
     vs_ptr, s_vs_n, s_vs_t, pg_ptr, s_pg_n, s_pg_t,
-    R, T, SEG, sum_a_ptr, sum_b_ptr,
+    R, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
@@ -186,12 +188,11 @@ def vtrace_kernel(
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
     row_mask = rows < R
-    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     rho_bar = scalar(rho_hi, rho_lo, DT)
@@ -219,13 +220,15 @@ def vtrace_kernel(
             ca, cb = chunk_map(alpha, beta, True)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
-            d, d_next, carry = scan_tile_lagged(alpha, beta, carry, True)
+            d, d_next, carry = scan_step_lagged(
+                alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, PHASE, True
+            )
             inside = (ts + 1 < T) & (done == 0)
             q_in = r + gk * (lm * (v_next + d_next) + (1.0 - lm) * nv)
             q = tl.where(inside, q_in, r + gk * nv)
             tl.store(vs_ptr + rows * s_vs_n + ts * s_vs_t, v + d, mask=mask)
             tl.store(pg_ptr + rows * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -258,7 +261,7 @@ def retrace_kernel(
     av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
     act_ptr, s_act_n, s_act_t, A,
     qt_ptr, s_qt_n, s_qt_t, adv_ptr, s_a_n, s_a_t,
-    R, T, SEG, sum_a_ptr, sum_b_ptr,
+    R, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, ACTION_FORM: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_A: tl.constexpr,
@@ -271,12 +274,11 @@ def retrace_kernel(
     probabilities, actions and behaviour log-probs (``lr_ptr``), at t and at t+1 (pi at
     s_{t+1} for the expectation). Otherwise ``q_ptr``/``v_ptr``/``lr_ptr`` hold them.
     """
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
     row_mask = rows < R
-    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, tl.num_programs(1), carry, True, S_BLOCK)
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
@@ -316,7 +318,9 @@ def retrace_kernel(
             ca, cb = chunk_map(alpha, beta, True)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
-            d, carry = scan_tile(alpha, beta, carry, True)
+            d, carry = scan_step(
+                alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, PHASE, True
+            )
             tl.store(qt_ptr + rows * s_qt_n + ts * s_qt_t, q + d, mask=mask)
             tl.store(adv_ptr + rows * s_a_n + ts * s_a_t, q + d - v, mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)

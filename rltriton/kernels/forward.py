@@ -21,10 +21,10 @@ from rltriton.kernels.scan import (
     compose,
     load_coef,
     load_flag,
-    scan_tile,
+    program_tile,
+    scan_step,
     segment_carry_in,
     segment_chunk,
-    segment_start,
 )
 
 
@@ -35,13 +35,13 @@ def forward_kernel(
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     init_ptr, s_i_n, s_i_f,
     out_ptr, s_o_n, s_o_t, s_o_f,
-    R, F, T, SEG, sum_a_ptr, sum_b_ptr,
+    R, F, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
     KIND: tl.constexpr, HAS_DONES: tl.constexpr, HAS_INIT: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
-    lanes = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False)
     lane_mask = lanes < R * F
     rows = lanes // F
     feats = lanes % F
@@ -50,11 +50,10 @@ def forward_kernel(
         carry = tl.sum(carry, axis=1)
     else:
         carry = tl.zeros([BLOCK_N], DT)
-    seg, n_chunks = segment_start(SEG, T, BLOCK_T)
     if PHASE == 1:
         carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, lanes, lane_mask, seg, tl.num_programs(1), carry, False, S_BLOCK)
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, lanes, lane_mask, seg, n_segs, carry, False, S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
@@ -78,9 +77,12 @@ def forward_kernel(
             ca, cb = chunk_map(alpha, beta, False)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
-            z, carry = scan_tile(alpha, beta, carry, False)
+            z, carry = scan_step(
+                alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, lanes, lane_mask, seg, n_segs, PHASE,
+                False,
+            )
             tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
     if PHASE == 1:
-        off = lanes * tl.num_programs(1) + seg
+        off = lanes * n_segs + seg
         tl.store(sum_a_ptr + off, seg_a[:, None], mask=lane_mask)
         tl.store(sum_b_ptr + off, seg_b[:, None], mask=lane_mask)

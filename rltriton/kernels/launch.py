@@ -33,6 +33,9 @@ _SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
 _PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
 _SPLIT_MIN_ELEMS = 1 << 18  # below this a single pass wins over a second launch
 _MAX_SEGMENTS = 1024
+# Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Off until
+# it has been verified and timed on the GPU (it passes the interpreter tests).
+_LOOKBACK = False
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
@@ -43,13 +46,15 @@ empty = torch.empty
 
 class Plan(NamedTuple):
     """How one call is cut: tile shape, warps, and the time split (``segments`` of
-    ``seg_len`` steps; 1 segment is a single pass)."""
+    ``seg_len`` steps; 1 segment is a single pass; ``lookback``: split rows in one launch,
+    one chunk per segment)."""
 
     block_n: int
     block_t: int
     num_warps: int
     segments: int
     seg_len: int
+    lookback: bool = False  # one pass with decoupled look-back instead of two launches
 
 
 @functools.lru_cache(maxsize=16)
@@ -98,12 +103,14 @@ def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
         per_seg = max(1, min(n_chunks, _SEG_STEPS // block_t))
         per_seg = max(per_seg, _cdiv(n_chunks, _MAX_SEGMENTS))
         segments, seg_len = _cdiv(n_chunks, per_seg), per_seg * block_t
+        if _LOOKBACK:
+            segments, seg_len = n_chunks, block_t
     # Triton's scan lowering needs at least one element per thread (no replicated layouts):
     # pad tiny tiles with masked rows up to a warp.
     block_n = max(block_n, _cdiv(32, block_t))
     elems = block_n * block_t
     num_warps = max(1, min(8, elems * width // 128, elems // 32))
-    return Plan(block_n, block_t, num_warps, segments, seg_len)
+    return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1)
 
 
 def plan_for(R: int, T: int, device: torch.device, width: int = 1) -> Plan:
@@ -118,15 +125,23 @@ def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype:
     rows_grid = _cdiv(lanes, pl.block_n)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps, **meta)
     if pl.segments == 1:
-        kernel[(rows_grid, 1)](*args, T, pl.seg_len, args[0], args[0], PHASE=0, S_BLOCK=1, **common)
+        kernel[(rows_grid, 1)](*args, T, pl.seg_len, args[0], args[0], args[0], args[0], PHASE=0, S_BLOCK=1, **common)
+        return
+    if pl.lookback:
+        # state[0]: ticket counter; state[1 + row * segments + seg]: 0 / 1 aggregate / 2 inclusive
+        state = torch.zeros(1 + lanes * pl.segments, dtype=torch.int32, device=device)
+        maps = torch.empty((3, lanes * pl.segments), dtype=dtype, device=device)
+        kernel[(rows_grid * pl.segments, 1)](
+            *args, T, pl.seg_len, maps[0], maps[1], maps[2], state, PHASE=3, S_BLOCK=1, **common
+        )
         return
     sum_a = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     sum_b = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     grid = (rows_grid, pl.segments)
     # the summary tile of the carry-in scan also needs an element per thread
     s_block = max(_next_pow2(pl.segments), 32 * pl.num_warps)
-    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=1, S_BLOCK=s_block, **common)
-    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, PHASE=2, S_BLOCK=s_block, **common)
+    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0], PHASE=1, S_BLOCK=s_block, **common)
+    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0], PHASE=2, S_BLOCK=s_block, **common)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -192,9 +192,110 @@ def segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.c
     return tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
 
 
+# --- single pass: decoupled look-back ---------------------------------------------------
+#
+# PHASE 3 reads every input once. Programs take tickets from an atomic counter, so the
+# segment a program owns is fixed by the order programs start, not by their id: the
+# segments first in scan order are taken first, and a program only ever waits for
+# programs that already run (no deadlock whatever the scheduler does). Each program scans
+# its one-chunk segment, publishes the segment's aggregate map (flag 1), walks back over
+# the segments before it in scan order, composing aggregates until it meets an inclusive
+# value (flag 2), then publishes its own inclusive value and writes its outputs. Flags
+# live in ``state[1 + row * n_segs + seg]`` (``state[0]`` is the ticket counter), zeroed
+# by the launcher for every call.
+
+
 @triton.jit
-def segment_start(SEG, T, BLOCK_T: tl.constexpr):
-    """(segment index, number of chunks in it) of this program (axis 1 of the grid)."""
-    seg = tl.program_id(1)
+def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr,
+                 REVERSE: tl.constexpr):
+    """(rows [BN, 1] int64, segment, number of segments, chunks in the segment) of this program."""
+    n_segs = tl.cdiv(T, SEG)
+    if PHASE == 3:
+        ticket = tl.atomic_add(state_ptr, 1)
+        rb = ticket // n_segs
+        k = ticket % n_segs
+        if REVERSE:
+            seg = n_segs - 1 - k
+        else:
+            seg = k
+    else:
+        rb = tl.program_id(0)
+        seg = tl.program_id(1)
+    rows = tl.cast(rb, tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     seg_len = tl.minimum(SEG, T - tl.cast(seg, tl.int64) * SEG)
-    return seg, tl.cdiv(seg_len, BLOCK_T)
+    return rows, seg, n_segs, tl.cdiv(seg_len, BLOCK_T)
+
+
+@triton.jit
+def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
+                   REVERSE: tl.constexpr):
+    """Publish this segment's aggregate map (agg_a, agg_b) [BN], look back for the carry
+    entering it, publish the inclusive value, and return the carry [BN]."""
+    off = rows * n_segs + seg  # [BN, 1]
+    first = seg == n_segs - 1 if REVERSE else seg == 0
+    if first:
+        carry = init
+    else:
+        tl.store(agg_a_ptr + off, agg_a[:, None], mask=row_mask)
+        tl.store(agg_b_ptr + off, agg_b[:, None], mask=row_mask)
+        tl.atomic_xchg(state_ptr + 1 + off, tl.full(off.shape, 1, tl.int32), mask=row_mask, sem="release")
+        acc_a = tl.zeros(agg_a.shape, agg_a.dtype)[:, None]
+        acc_b = tl.full(agg_a.shape, 1.0, agg_a.dtype)[:, None]
+        carry2 = tl.zeros(agg_a.shape, agg_a.dtype)[:, None]
+        done = row_mask == 0
+        step = 1 if REVERSE else -1
+        j = seg + step
+        while tl.sum((done == 0).to(tl.int32)) > 0:
+            pj = state_ptr + 1 + rows * n_segs + j
+            f = tl.atomic_add(pj, tl.zeros(off.shape, tl.int32), mask=done == 0, sem="acquire")
+            while tl.sum(((f == 0) & (done == 0)).to(tl.int32)) > 0:
+                f = tl.atomic_add(pj, tl.zeros(off.shape, tl.int32), mask=done == 0, sem="acquire")
+            oj = rows * n_segs + j
+            live = done == 0
+            a_j = tl.load(agg_a_ptr + oj, mask=live & (f == 1), other=0.0, volatile=True)
+            b_j = tl.load(agg_b_ptr + oj, mask=live & (f == 1), other=1.0, volatile=True)
+            x_j = tl.load(incl_ptr + oj, mask=live & (f == 2), other=0.0, volatile=True)
+            incl_now = live & (f == 2)
+            carry2 = tl.where(incl_now, acc_a + acc_b * x_j, carry2)
+            agg_now = live & (f == 1)
+            acc_a, acc_b = tl.where(agg_now, acc_a + acc_b * a_j, acc_a), tl.where(agg_now, acc_b * b_j, acc_b)
+            done = done | incl_now
+            j += step
+        carry = tl.sum(carry2, axis=1)
+    incl = agg_a + agg_b * carry
+    tl.store(incl_ptr + off, incl[:, None], mask=row_mask)
+    tl.atomic_xchg(state_ptr + 1 + off, tl.full(off.shape, 2, tl.int32), mask=row_mask, sem="release")
+    return carry
+
+
+@triton.jit
+def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+              PHASE: tl.constexpr, REVERSE: tl.constexpr):
+    """One chunk: ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found
+    by look-back (``carry`` is then the value entering the first segment in scan order)."""
+    if PHASE == 3:
+        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REVERSE)
+        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                           last_in_scan_order(a, REVERSE), last_in_scan_order(b, REVERSE), carry, REVERSE)
+        out = a + b * c[:, None]
+        return out, last_in_scan_order(out, REVERSE)
+    else:
+        return scan_tile(alpha, beta, carry, REVERSE)
+
+
+@triton.jit
+def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                     PHASE: tl.constexpr, REVERSE: tl.constexpr):
+    """``scan_tile_lagged`` with the PHASE 3 look-back carry (see :func:`scan_step`)."""
+    if PHASE == 3:
+        one = tl.full(alpha.shape, 1.0, alpha.dtype)
+        zero = tl.zeros(alpha.shape, alpha.dtype)
+        p, q, x, y = tl.associative_scan(
+            (beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged, reverse=REVERSE
+        )
+        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                           last_in_scan_order(x, REVERSE), last_in_scan_order(p, REVERSE), carry, REVERSE)
+        out = x + p * c[:, None]
+        return out, y + q * c[:, None], last_in_scan_order(out, REVERSE)
+    else:
+        return scan_tile_lagged(alpha, beta, carry, REVERSE)
