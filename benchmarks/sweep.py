@@ -50,6 +50,8 @@ def candidates(R: int, T: int):
                 for s in segs:
                     per = -(-n_chunks // s)
                     out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt))
+                if n_chunks > 1 and bn == 1:  # single-pass look-back: one chunk per segment
+                    out.append(launch.Plan(1, bt, w, n_chunks, bt, True))
     return out
 
 

@@ -154,3 +154,23 @@ def test_inductor_fullgraph_on_cuda():
     want = f(r, v)
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(512, 4096), (64, 65536), (1, 1048576)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_lookback_split(shape, name, monkeypatch):
+    """The single-pass decoupled look-back (launch._LOOKBACK), forced on: concurrency and
+    memory ordering between programs are only exercised on a real GPU."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_LOOKBACK", True)
+    monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
+    launch.plan.cache_clear()
+    try:
+        case = on_gpu(make_case(name, shape, seed=8))
+        assert launch.plan_for(shape[0], shape[1], torch.device("cuda")).lookback
+        ref = as_f64(case)(backend="torch")
+        for _ in range(3):  # a race shows up as a result that changes between runs
+            _compare(case, ref, f"{name} {shape} lookback")
+    finally:
+        launch.plan.cache_clear()
