@@ -260,7 +260,17 @@ class CreditAssigner(abc.ABC):
     point; a subclass builds alpha/beta and the epilogue and binds its kernel.
 
     Call an instance with tensors (the same arguments as the matching function in
-    :mod:`rltriton`), or with a ``TensorDict`` to read and write TorchRL's keys.
+    :mod:`rltriton`): per-step tensors ``[*B, T]`` with time at ``time_dim``, ``last_value``
+    ``[*B]``; or with a ``TensorDict`` to read and write TorchRL's keys.
+
+    Example::
+
+        >>> import torch, rltriton as rt
+        >>> est = rt.GAE(0.5, 1.0)
+        >>> isinstance(est, rt.CreditAssigner)
+        True
+        >>> est(torch.ones(1, 2), torch.zeros(1, 2)).advantages
+        tensor([[1.5000, 1.0000]])
     """
 
     #: names of the outputs, in result order

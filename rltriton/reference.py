@@ -19,7 +19,17 @@ into place before calling it):
 
 Every function returns float64 tensors (named tuples where the estimator has two
 outputs). ``rltriton``'s ``backend="reference"`` calls these and casts the results to
-the dtype the other backends return.
+the dtype the other backends return. Each loop is the recursion of its estimator, e.g.
+GAE's::
+
+    A_t = r_t + g_t (1 - term_t) nv_t - V_t + g_t l_t (1 - done_t) A_{t+1}
+
+Example::
+
+    >>> import torch
+    >>> from rltriton import reference
+    >>> reference.discounted_returns(torch.ones(1, 3), gamma=0.5).dtype
+    torch.float64
 """
 
 from __future__ import annotations

@@ -13,7 +13,17 @@ from rltriton.backends.torch_backend import affine_scan
 
 
 class GAEResult(NamedTuple):
-    """``advantages`` and ``value_targets = advantages + values``."""
+    """Outputs of GAE, both ``[*B, T]`` in the caller's layout.
+
+    ``advantages``: A_t = delta_t + g_t l_t (1 - done_t) A_{t+1}; ``value_targets``: A_t + V_t.
+
+    Example::
+
+        >>> import torch, rltriton as rt
+        >>> out = rt.gae(torch.ones(1, 2), torch.ones(1, 2), gamma=1.0, lam=1.0)
+        >>> out.advantages, out.value_targets
+        (tensor([[1., 0.]]), tensor([[2., 1.]]))
+    """
 
     advantages: Tensor
     value_targets: Tensor
@@ -142,7 +152,10 @@ def gae(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> GAEResult:
-    """Generalized Advantage Estimation; see :class:`rltriton.GAE` for the recursion.
+    """Generalized Advantage Estimation (see :class:`rltriton.GAE`)::
+
+        delta_t = r_t + g_t (1 - term_t) nv_t - V_t
+        A_t     = delta_t + g_t l_t (1 - done_t) A_{t+1},   A_T = 0
 
     ``rewards``, ``values`` and the optional per-step tensors are ``[*B, T]`` with time at
     ``time_dim``; ``last_value`` is ``[*B]``. Returns ``GAEResult(advantages,

@@ -14,7 +14,16 @@ from rltriton.estimators._shift import shift_next
 
 
 class RetraceResult(NamedTuple):
-    """``q_targets`` and ``advantages = q_targets - state_values``."""
+    """Outputs of Retrace, both ``[*B, T]``: ``q_targets`` Q_t + D_t with
+    D_t = delta_t + g_t (1 - done_t) c_{t+1} D_{t+1}, and ``advantages = q_targets - v``.
+
+    Example::
+
+        >>> import torch, rltriton as rt
+        >>> z = torch.zeros(1, 2)
+        >>> rt.retrace(torch.ones(1, 2), z, z, z, gamma=1.0).advantages
+        tensor([[2., 1.]])
+    """
 
     q_targets: Tensor
     advantages: Tensor
@@ -47,7 +56,9 @@ class Retrace(CreditAssigner):
         delta_t = r_t + g_t (1 - term_t) nv_t - Q_t
         D_t     = delta_t + g_t (1 - done_t) c_{t+1} D_{t+1}
 
-    Outputs ``q_targets = Q + D`` and ``advantages = q_targets - v``. Boundary rule:
+    ``rewards``, ``q_values``, ``state_values``, ``log_rhos`` and the optional per-step
+    tensors are ``[*B, T]``, ``last_value`` is ``[*B]``. Outputs ``q_targets = Q + D`` and
+    ``advantages = q_targets - v``, ``[*B, T]``. Boundary rule:
     ``nv_t = v_{t+1}`` by SPEC.md section 2, so ``bootstrap_values`` / ``last_value`` hold
     ``E_pi Q(s_{t+1}, .)``. Note the indices: the trace uses ``c_{t+1}`` and the expectation
     uses pi at ``s_{t+1}``. With pi = mu and ``c_bar >= 1`` it gives the Q(lambda) targets.
@@ -228,7 +239,12 @@ def retrace(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> RetraceResult:
-    """Retrace(lambda); see :class:`rltriton.Retrace`. Returns ``RetraceResult(q_targets, advantages)``.
+    """Retrace(lambda) (see :class:`rltriton.Retrace`)::
+
+        D_t = r_t + g_t (1 - term_t) nv_t - Q_t + g_t (1 - done_t) c_{t+1} D_{t+1},   c_T = 0
+
+    Tensors are ``[*B, T]`` (``last_value`` ``[*B]``). Returns
+    ``RetraceResult(q_targets, advantages)``.
 
     Example::
 
@@ -261,7 +277,9 @@ def retrace_from_action_values(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> RetraceResult:
-    """Retrace(lambda) from per-action values; see :meth:`rltriton.Retrace.from_action_values`.
+    """Retrace(lambda) from per-action values (see :meth:`rltriton.Retrace.from_action_values`)::
+
+        D_t = r_t + g_t (1 - term_t) v_{t+1} - Q(s_t, a_t) + g_t (1 - done_t) c_{t+1} D_{t+1}
 
     ``action_values`` and ``target_probs`` are ``[*B, T, A]``; ``actions`` is an integer
     ``[*B, T]``; ``behavior_log_probs`` is ``[*B, T]``. The expectation over actions and

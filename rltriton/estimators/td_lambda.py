@@ -35,7 +35,8 @@ class TDLambda(CreditAssigner):
         G_t = r_t + g_t (1 - term_t) [ (1 - l_t) nv_t + l_t X_t ]
         X_t = G_{t+1} if t < T-1 and not done_t, else nv_t
 
-    Output ``returns = G``. Boundary rule: ``nv_t`` as in SPEC.md section 2; at a done step
+    ``rewards``, ``values`` and the optional per-step tensors are ``[*B, T]``; ``last_value``
+    is ``[*B]``. Output ``returns = G``, ``[*B, T]``. Boundary rule: ``nv_t`` as in SPEC.md section 2; at a done step
     or the window edge the return bootstraps from ``nv_t`` (0 after a termination). With
     consistent next values (nv_t = V_{t+1} inside episodes), ``G = GAE advantages + V``.
     ``lam = 1`` gives Monte-Carlo returns bootstrapped at the edges, ``lam = 0`` one-step
@@ -119,7 +120,8 @@ class DiscountedReturn(CreditAssigner):
         G_t = r_t + g_t (1 - term_t) X_t,   X_t = G_{t+1} inside an episode, else nv_t
 
     where ``nv_t`` comes from ``bootstrap_values`` (truncated steps and t = T-1) or
-    ``last_value`` (t = T-1), and is 0 where neither is given.
+    ``last_value`` (t = T-1), and is 0 where neither is given. ``rewards`` and the flags are
+    ``[*B, T]``, ``last_value`` is ``[*B]``; the output is ``[*B, T]``.
 
     Example::
 
@@ -198,9 +200,13 @@ def td_lambda(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> Tensor:
-    """TD(lambda) returns; see :class:`rltriton.TDLambda` for the recursion.
+    """TD(lambda) returns (see :class:`rltriton.TDLambda`)::
 
-    ``values=None`` is allowed only with ``next_values``. Returns ``[*B, T]``.
+        G_t = r_t + g_t (1 - term_t) [(1 - l_t) nv_t + l_t X_t]
+        X_t = G_{t+1} if t < T-1 and not done_t, else nv_t
+
+    Tensors are ``[*B, T]`` (``last_value`` ``[*B]``). ``values=None`` is allowed only with
+    ``next_values``. Returns ``[*B, T]``.
 
     Example::
 
@@ -225,7 +231,11 @@ def discounted_returns(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> Tensor:
-    """Discounted returns (reward-to-go); see :class:`rltriton.DiscountedReturn`.
+    """Discounted returns (reward-to-go; see :class:`rltriton.DiscountedReturn`)::
+
+        G_t = r_t + g_t (1 - term_t) X_t,   X_t = G_{t+1} inside an episode, else nv_t
+
+    ``rewards`` and the flags are ``[*B, T]``, ``last_value`` is ``[*B]``; returns ``[*B, T]``.
 
     Example::
 

@@ -128,7 +128,8 @@ class EpisodicPrefixSum(CreditAssigner):
         boundary="starts_at": C_t = x_t + (1 - d_t) C_{t-1}       (d marks the first step of a segment)
 
     ``ends_at`` matches ``terminated | truncated`` flags; ``starts_at`` matches CleanRL's
-    and SB3's ``dones`` / ``episode_starts``. ``x`` may carry trailing feature dims.
+    and SB3's ``dones`` / ``episode_starts``. ``x`` is ``[*B, T, *F]`` (trailing feature
+    dims allowed), ``dones`` ``[*B, T]``, ``initial`` ``[*B, *F]``.
 
     Example::
 
@@ -201,7 +202,12 @@ def eligibility_traces(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> Tensor:
-    """Accumulating eligibility traces; see :class:`rltriton.EligibilityTrace`.
+    """Accumulating eligibility traces (see :class:`rltriton.EligibilityTrace`)::
+
+        z_t = x_t + g_t l_t (1 - d_{t-1}) z_{t-1},   z_{-1} = initial
+
+    ``x`` is ``[*B, T, *F]`` with ``dones`` ``[*B, T]`` (without ``dones``, ``x`` is
+    ``[*B, T]``); ``initial`` is ``[*B, *F]``.
 
     Example::
 
@@ -221,7 +227,12 @@ def episodic_prefix_sum(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> Tensor:
-    """Segmented prefix sums; see :class:`rltriton.EpisodicPrefixSum`.
+    """Segmented prefix sums (see :class:`rltriton.EpisodicPrefixSum`)::
+
+        ends_at:   C_t = x_t + (1 - d_{t-1}) C_{t-1}
+        starts_at: C_t = x_t + (1 - d_t) C_{t-1}
+
+    ``x`` is ``[*B, T, *F]``, ``dones`` ``[*B, T]``, ``initial`` ``[*B, *F]``.
 
     Example::
 

@@ -14,7 +14,16 @@ from rltriton.estimators._shift import inside_mask, shift_next
 
 
 class VTraceResult(NamedTuple):
-    """``value_targets`` (vs) and policy-gradient ``advantages``."""
+    """Outputs of V-trace, both ``[*B, T]``: ``value_targets`` vs_t = V_t + D_t with
+    D_t = delta_t + g_t (1 - done_t) c_t D_{t+1}, and policy-gradient ``advantages``.
+
+    Example::
+
+        >>> import torch, rltriton as rt
+        >>> z = torch.zeros(1, 2)
+        >>> rt.vtrace(torch.ones(1, 2), z, z, gamma=1.0).value_targets
+        tensor([[2., 1.]])
+    """
 
     value_targets: Tensor
     advantages: Tensor
@@ -33,7 +42,9 @@ class VTrace(CreditAssigner):
         q_t     = r_t + g_t (1 - term_t) nv_t                              at done_t or t = T-1
         pg_t    = min(pg_rho_bar, e^{lr_t}) (q_t - V_t)
 
-    Outputs ``value_targets = vs`` and ``advantages = pg``. Boundary rule: ``nv_t`` of
+    ``rewards``, ``values``, ``log_rhos`` and the optional per-step tensors are ``[*B, T]``,
+    ``last_value`` is ``[*B]``. Outputs ``value_targets = vs`` and ``advantages = pg``,
+    ``[*B, T]``. Boundary rule: ``nv_t`` of
     SPEC.md section 2; at a truncated step the advantage bootstraps from ``nv_t``, never
     from the next episode's ``vs``. On-policy (``log_rhos = 0``, thresholds >= 1) ``vs``
     equals the TD(lambda) returns.
@@ -46,8 +57,10 @@ class VTrace(CreditAssigner):
         tensor([[1.5000, 1.0000]])
 
     Args:
-        gamma, lam: discount and trace lambda (floats in [0, 1] or tensors).
-        rho_bar, c_bar: truncation thresholds of the importance weights (>= 0).
+        gamma: discount (a float in [0, 1] or a tensor).
+        lam: trace lambda (a float in [0, 1] or a tensor).
+        rho_bar: truncation threshold of the importance weight in delta (>= 0).
+        c_bar: truncation threshold of the trace coefficient (>= 0).
         pg_rho_bar: threshold of the policy-gradient weight (defaults to ``rho_bar``).
     """
 
@@ -168,7 +181,13 @@ def vtrace(
     time_dim: int = -1,
     backend: str = "auto",
 ) -> VTraceResult:
-    """V-trace; see :class:`rltriton.VTrace`. Returns ``VTraceResult(value_targets, advantages)``.
+    """V-trace (see :class:`rltriton.VTrace`)::
+
+        D_t  = rho_t (r_t + g_t (1 - term_t) nv_t - V_t) + g_t (1 - done_t) c_t D_{t+1}
+        vs_t = V_t + D_t
+
+    Tensors are ``[*B, T]`` (``last_value`` ``[*B]``). Returns
+    ``VTraceResult(value_targets, advantages)``.
 
     Example::
 
