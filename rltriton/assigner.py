@@ -159,13 +159,17 @@ class Problem:
             self._views = {n: self._view(x, self.kinds[n]) for n, x in self.raw.items()}
         return self._views
 
+    @property
+    def user_shape(self) -> torch.Size:
+        """``[*B, T]`` in the caller's layout (time at ``time_dim``)."""
+        if self.time_last:
+            return self.shape
+        return self.shape[: self.time_dim] + self.shape[-1:] + self.shape[self.time_dim : -1]
+
     def _coef_view(self, c: Coef) -> Coef:
         if not isinstance(c, Tensor):
             return c
-        user = self.shape if self.time_last else (
-            self.shape[: self.time_dim] + self.shape[-1:] + self.shape[self.time_dim : -1]
-        )
-        return self._view(c.expand(user), "step")
+        return self._view(c.expand(self.user_shape), "step")
 
     @property
     def gamma(self) -> Coef:

@@ -7,7 +7,6 @@ section 2, so the boundary rules are exercised on every shape.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -219,6 +218,3 @@ def ref_dtype(case: Case) -> torch.dtype:
             return torch.float64
     return torch.float32
 
-
-def finite(x: float) -> bool:
-    return math.isfinite(x)

@@ -214,11 +214,7 @@ def _output(p: Problem, like: tuple[Tensor, int, int]) -> tuple[Tensor, int, int
 def _coef(c, rows: _Rows, dummy: Tensor) -> tuple[Tensor, int, int, float, float, bool]:
     """(pointer, stride_n, stride_t, hi, lo, is_tensor) for gamma or lam."""
     if isinstance(c, Tensor):
-        p = rows.p
-        user = p.raw[next(iter(p.raw))].shape if p.kinds[next(iter(p.raw))] == "step" else None
-        if user is None:
-            user = p.shape[: p.time_dim] + p.shape[-1:] + p.shape[p.time_dim : -1]
-        ptr, sn, st = rows(c.expand(user))
+        ptr, sn, st = rows(c.expand(rows.p.user_shape))
         return ptr, sn, st, 0.0, 0.0, True  # type: ignore[return-value]
     hi, lo = split_scalar(float(c))
     return dummy, 0, 0, hi, lo, False
