@@ -197,6 +197,22 @@ def rltriton_candidate(ro: Rollout, backend: str, name: str = "rltriton") -> Can
                      note=f"backend={backend}")
 
 
+def rltriton_time_major_candidate(ro: Rollout, backend: str) -> Candidate:
+    """rltriton on CleanRL's layout: every [N, T] tensor stored time-major ([T, N] contiguous)
+    and read in place with ``time_dim=0``; outputs come back [T, N] (transposed for the check)."""
+    fn = getattr(rt, RT_FN[ro.est])
+    args, kw = our_args(ro)
+
+    def tm(x: Any) -> Any:
+        return x.t().contiguous() if isinstance(x, Tensor) and tuple(x.shape) == (ro.N, ro.T) else x
+
+    targs = tuple(tm(a) for a in args)
+    tkw = {k: tm(v) for k, v in kw.items()}
+    return Candidate("rltriton(tm)", lambda: fn(*targs, **tkw, time_dim=0, backend=backend),
+                     lambda o: {k: v.t() for k, v in _named(ro.est, o).items()},
+                     note="time-major [T, N] storage, time_dim=0")
+
+
 def rltriton_logp_candidate(ro: Rollout, backend: str) -> Candidate:
     """V-trace from the two log-prob tensors rl-triton takes (the subtraction is timed)."""
     if ro.est != "vtrace":

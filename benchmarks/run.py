@@ -68,6 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="estimators that get the torch.compile doubling-scan peer (default gae,retrace; 'all')")
     p.add_argument("--truncations", action="store_true", help="add 5%% truncations with bootstrap_values")
     p.add_argument("--torch-backend", action="store_true", help="also time rltriton's torch backend")
+    p.add_argument("--time-major", action="store_true",
+                   help="also time rltriton on time-major [T, N] storage (time_dim=0), CleanRL's layout")
     p.add_argument("--gamma", type=float, default=0.99)
     p.add_argument("--lam", type=float, default=0.95)
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (min over rounds is kept)")
@@ -250,6 +252,8 @@ def build_candidates(est: str, ro: P.Rollout, status: dict[str, tuple[bool, str]
     skipped: dict[str, str] = {}
     if ARGS.torch_backend or ARGS.smoke:
         cands.append(P.rltriton_candidate(ro, "torch", name="rltriton[torch]"))
+    if ARGS.time_major or ARGS.smoke:
+        cands.append(P.rltriton_time_major_candidate(ro, backend if not ARGS.smoke else "torch"))
     if est == "vtrace":
         cands.append(P.rltriton_logp_candidate(ro, backend))
     compile_for = P.ESTIMATORS if ARGS.compile_for == "all" else tuple(ARGS.compile_for.split(","))
