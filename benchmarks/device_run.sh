@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: the GPU test suite, the probe (device time vs the floor, full
+# call vs a bare launch of the same kernel) and the side-by-side harness, each time-boxed so
+# the whole call fits the device tool's 10-minute limit. Results go to $OUT.
+#
+#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep]      # default: tests probe bench
+#
+# Carry `.whl` and `.peers` with the call (git-ignored; benchmarks/README.md says how to make
+# them) so TorchRL and rl-triton are benchmarked too.
+set -u
+OUT=${OUT:-/tmp/rltriton-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PWD
+fi
+stages=${*:-tests probe bench}
+for stage in $stages; do
+  case $stage in
+    tests) timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider 2>&1 \
+             | tee "$OUT/gpu_tests.log" | grep -E "^FAILED|passed|failed" | sed 's/ - .*//' | head -40 ;;
+    probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
+    bench) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --out "$OUT" 2>&1 \
+             | tail -40 ;;
+    sweep) timeout 240 python3 benchmarks/sweep.py gae 2>&1 | tee "$OUT/sweep_gae.log" | grep -v "^ *skip" ;;
+    *) echo "unknown stage $stage" ;;
+  esac
+done
