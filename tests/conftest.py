@@ -49,7 +49,7 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) ->
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)
     monkeypatch.setattr(launch, "_LOOKBACK", lookback)
-    launch.plan.cache_clear()
+    launch.clear_caches()
 
 
 @pytest.fixture
@@ -57,4 +57,4 @@ def small_tiles(monkeypatch, poisoned):
     """Small tiles with the time split (see :func:`use_small_tiles`)."""
     use_small_tiles(monkeypatch, poisoned, split=True)
     yield poisoned
-    poisoned.plan.cache_clear()
+    poisoned.clear_caches()

@@ -29,7 +29,7 @@ def backend(request, monkeypatch):
     launch = request.getfixturevalue("poisoned")
     mode = request.param
     use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback")
-    request.addfinalizer(launch.plan.cache_clear)
+    request.addfinalizer(launch.clear_caches)
     return "triton"
 
 

@@ -165,7 +165,7 @@ def test_lookback_split(shape, name, monkeypatch):
 
     monkeypatch.setattr(launch, "_LOOKBACK", True)
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
-    launch.plan.cache_clear()
+    launch.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, seed=8))
         assert launch.plan_for(shape[0], shape[1], torch.device("cuda")).lookback
@@ -173,4 +173,4 @@ def test_lookback_split(shape, name, monkeypatch):
         for _ in range(3):  # a race shows up as a result that changes between runs
             _compare(case, ref, f"{name} {shape} lookback")
     finally:
-        launch.plan.cache_clear()
+        launch.clear_caches()

@@ -97,6 +97,10 @@ class GAE(CreditAssigner):
             return GAEResult(*self._compiled("gae", dict(
                 rewards=rewards, values=values, terminated=terminated, truncated=truncated, next_values=next_values,
                 bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend))
+        tensors = (rewards, values, terminated, truncated, next_values, bootstrap_values, last_value)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return GAEResult(*outs)
         if values is None:
             raise TypeError("values: expected a torch.Tensor, got NoneType")
         p = self._problem(
@@ -105,7 +109,7 @@ class GAE(CreditAssigner):
             gamma=self.gamma, lam=self.lam, next_values=next_values,
             bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim,
         )
-        return GAEResult(*self._run(p, backend))
+        return GAEResult(*self._run(p, backend, key, tensors))
 
     def _torch(self, p: Problem) -> tuple[Tensor, Tensor]:
         keep_term, keep_done = p.keep()

@@ -121,6 +121,11 @@ class Retrace(CreditAssigner):
                 rewards=rewards, q_values=q_values, state_values=state_values, log_rhos=log_rhos,
                 terminated=terminated, truncated=truncated, next_values=next_values,
                 bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend))
+        tensors = (rewards, q_values, state_values, log_rhos, terminated, truncated, next_values, bootstrap_values,
+                   last_value)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return RetraceResult(*outs)
         for name, x in (("q_values", q_values), ("state_values", state_values), ("log_rhos", log_rhos)):
             if x is None:
                 raise TypeError(f"{name}: expected a torch.Tensor, got NoneType")
@@ -130,7 +135,7 @@ class Retrace(CreditAssigner):
             gamma=self.gamma, lam=self.lam, next_values=next_values,
             bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim,
         )
-        return RetraceResult(*self._run(p, backend))
+        return RetraceResult(*self._run(p, backend, key, tensors))
 
     def from_action_values(
         self,

@@ -80,6 +80,10 @@ class TDLambda(CreditAssigner):
             return self._compiled("td_lambda", dict(
                 rewards=rewards, values=values, terminated=terminated, truncated=truncated, next_values=next_values,
                 bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend)[0]
+        tensors = (rewards, values, terminated, truncated, next_values, bootstrap_values, last_value)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return outs[0]
         if values is None and next_values is None:
             raise ValueError("values: expected a tensor (or next_values), got neither")
         p = self._problem(
@@ -88,7 +92,7 @@ class TDLambda(CreditAssigner):
             gamma=self.gamma, lam=self.lam, next_values=next_values,
             bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, optional=("values",),
         )
-        return self._run(p, backend)[0]
+        return self._run(p, backend, key, tensors)[0]
 
     def _torch(self, p: Problem) -> tuple[Tensor]:
         return (_lambda_returns_torch(p, p.tensors.get("values"), p.lam),)
@@ -159,12 +163,16 @@ class DiscountedReturn(CreditAssigner):
             return self._compiled("discounted_returns", dict(
                 rewards=rewards, terminated=terminated, truncated=truncated, bootstrap_values=bootstrap_values,
                 last_value=last_value), time_dim, backend)[0]
+        tensors = (rewards, terminated, truncated, bootstrap_values, last_value)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return outs[0]
         p = self._problem(
             {"rewards": rewards},
             flags={"terminated": terminated, "truncated": truncated},
             gamma=self.gamma, bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim,
         )
-        return self._run(p, backend)[0]
+        return self._run(p, backend, key, tensors)[0]
 
     def _torch(self, p: Problem) -> tuple[Tensor]:
         return (_lambda_returns_torch(p, None, 1.0),)

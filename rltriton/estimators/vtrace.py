@@ -115,6 +115,10 @@ class VTrace(CreditAssigner):
             return VTraceResult(*self._compiled("vtrace", dict(
                 rewards=rewards, values=values, log_rhos=log_rhos, terminated=terminated, truncated=truncated,
                 next_values=next_values, bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend))
+        tensors = (rewards, values, log_rhos, terminated, truncated, next_values, bootstrap_values, last_value)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return VTraceResult(*outs)
         for name, x in (("values", values), ("log_rhos", log_rhos)):
             if x is None:
                 raise TypeError(f"{name}: expected a torch.Tensor, got NoneType")
@@ -124,7 +128,7 @@ class VTrace(CreditAssigner):
             gamma=self.gamma, lam=self.lam, next_values=next_values,
             bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim,
         )
-        return VTraceResult(*self._run(p, backend))
+        return VTraceResult(*self._run(p, backend, key, tensors))
 
     def _torch(self, p: Problem) -> tuple[Tensor, Tensor]:
         keep_term, keep_done = p.keep()

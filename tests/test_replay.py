@@ -1,0 +1,103 @@
+"""Replays of repeated calls (rltriton.kernels.launch.Replay): a second call with the same
+signature re-issues the recorded launch with the new tensors. Every replayed result is checked
+against the float64 oracle, with NaN-poisoned outputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import rltriton as rt
+from tests.conftest import INTERPRET
+from tests.rollouts import Case, assert_matches, make_case
+
+pytestmark = pytest.mark.skipif(not INTERPRET, reason="Triton on CPU tensors needs TRITON_INTERPRET=1")
+
+REPLAYED = ("gae", "td_lambda", "discounted_returns", "vtrace", "retrace")
+
+
+@pytest.fixture(autouse=True)
+def _fresh(poisoned):
+    poisoned.clear_caches()
+    yield
+    poisoned.clear_caches()
+
+
+def _check(case: Case) -> None:
+    for i, (o, r) in enumerate(zip(case(backend="triton"), case(backend="reference"))):
+        assert_matches(o, r, case, f"{case.name}[{i}]")
+
+
+@pytest.mark.parametrize("name", REPLAYED)
+@pytest.mark.parametrize("time_major", [False, True])
+def test_repeated_calls_use_the_new_tensors(name, time_major, monkeypatch):
+    from rltriton.kernels import launch
+
+    built = []
+    orig = launch.Replay.build
+
+    def spy(*a, **k):
+        r = orig(*a, **k)
+        built.append(r)
+        return r
+
+    monkeypatch.setattr(launch.Replay, "build", staticmethod(spy))
+    replayed = []
+    orig_call = launch.Replay.__call__
+    monkeypatch.setattr(launch.Replay, "__call__", lambda self, t: replayed.append(1) or orig_call(self, t))
+    for seed in range(3):  # same shapes, strides and dtypes: calls 2 and 3 are replays
+        _check(make_case(name, (6, 40), time_major=time_major, seed=seed))
+    assert built and built[0] is not None, "the first call was not recorded"
+    assert len(replayed) == 2, f"expected 2 replays, got {len(replayed)}"
+
+
+def test_signature_changes_are_not_replayed():
+    """Another layout, dtype, flag set or bootstrap form takes the full path."""
+    cases = [
+        make_case("gae", (6, 40), seed=1),
+        make_case("gae", (6, 40), seed=2, time_major=True),
+        make_case("gae", (6, 40), seed=3, dtype=torch.bfloat16),
+        make_case("gae", (6, 40), seed=4, flags="terminated"),
+        make_case("gae", (6, 40), seed=5, bootstrap="next_values"),
+        make_case("gae", (7, 40), seed=6),
+        make_case("gae", (6, 40), seed=7),
+    ]
+    for c in cases:
+        _check(c)
+
+
+def test_aliased_tensors_are_not_mixed_up():
+    """A call that passes one tensor in two slots (q_values is state_values) must not teach
+    the replay that both slots are the same tensor."""
+    g = torch.Generator().manual_seed(0)
+    r, q, lr = (torch.randn(4, 30, generator=g) for _ in range(3))
+    v = torch.randn(4, 30, generator=g)
+    first = rt.retrace(r, q, q, lr, gamma=0.9, backend="triton")
+    ref = rt.retrace(r, q, q, lr, gamma=0.9, backend="reference")
+    torch.testing.assert_close(first.q_targets, ref.q_targets)
+    second = rt.retrace(r, q, v, lr, gamma=0.9, backend="triton")
+    ref2 = rt.retrace(r, q, v, lr, gamma=0.9, backend="reference")
+    torch.testing.assert_close(second.advantages, ref2.advantages)
+
+
+def test_requires_grad_is_part_of_the_signature():
+    g = torch.Generator().manual_seed(1)
+    r, v = torch.randn(3, 9, generator=g), torch.randn(3, 9, generator=g)
+    rt.gae(r, v, gamma=0.9, lam=0.9, backend="auto")  # torch on CPU: nothing recorded
+    rt.gae(r, v, gamma=0.9, lam=0.9, backend="triton")
+    rg = r.clone().requires_grad_()
+    adv, _ = rt.gae(rg, v, gamma=0.9, lam=0.9, backend="auto")
+    assert adv.requires_grad
+    with pytest.raises(ValueError, match="require grad"):
+        rt.gae(rg, v, gamma=0.9, lam=0.9, backend="triton")
+
+
+def test_triton_interpret_is_part_of_the_signature(monkeypatch):
+    """A replay recorded under TRITON_INTERPRET=1 is not used once it is unset."""
+    g = torch.Generator().manual_seed(2)
+    r, v = torch.randn(3, 9, generator=g), torch.randn(3, 9, generator=g)
+    rt.gae(r, v, gamma=0.9, lam=0.9, backend="triton")
+    rt.gae(r, v, gamma=0.9, lam=0.9, backend="triton")
+    monkeypatch.delenv("TRITON_INTERPRET")
+    with pytest.raises(ValueError, match="TRITON_INTERPRET"):
+        rt.gae(r, v, gamma=0.9, lam=0.9, backend="triton")
