@@ -29,12 +29,11 @@ from rltriton.kernels.scan import (
     load_flag,
     load_tile,
     next_state_values,
-    program_tile,
     scalar,
     scan_step,
     scan_step_lagged,
-    segment_carry_in,
     segment_chunk,
+    segment_setup,
 )
 
 
@@ -85,11 +84,9 @@ def gae_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
-    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
-    row_mask = rows < R
-    carry = tl.zeros([BLOCK_N], DT)
-    if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
+    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT
+    )
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
@@ -135,11 +132,9 @@ def td_lambda_kernel(
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
-    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
-    row_mask = rows < R
-    carry = tl.zeros([BLOCK_N], DT)
-    if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
+    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT
+    )
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
@@ -188,11 +183,9 @@ def vtrace_kernel(
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
-    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
-    row_mask = rows < R
-    carry = tl.zeros([BLOCK_N], DT)
-    if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
+    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT
+    )
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     rho_bar = scalar(rho_hi, rho_lo, DT)
@@ -274,11 +267,9 @@ def retrace_kernel(
     probabilities, actions and behaviour log-probs (``lr_ptr``), at t and at t+1 (pi at
     s_{t+1} for the expectation). Otherwise ``q_ptr``/``v_ptr``/``lr_ptr`` hold them.
     """
-    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
-    row_mask = rows < R
-    carry = tl.zeros([BLOCK_N], DT)
-    if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
+    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT
+    )
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)

@@ -227,6 +227,19 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 
 
 @triton.jit
+def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+                  PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr):
+    """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
+    mask, and the carry entering the segment (0, or from the summaries in PHASE 2)."""
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
+    row_mask = rows < R
+    carry = tl.zeros([BLOCK_N], DT)
+    if PHASE == 2:
+        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
+    return rows, row_mask, seg, n_segs, n_chunks, carry
+
+
+@triton.jit
 def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
                    REVERSE: tl.constexpr):
     """Publish this segment's aggregate map (agg_a, agg_b) [BN], look back for the carry
