@@ -13,7 +13,7 @@ from tests.rollouts import Case, assert_matches, make_case
 
 pytestmark = pytest.mark.skipif(not INTERPRET, reason="Triton on CPU tensors needs TRITON_INTERPRET=1")
 
-REPLAYED = ("gae", "td_lambda", "discounted_returns", "vtrace", "retrace")
+REPLAYED = ("gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum")
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +45,7 @@ def test_repeated_calls_use_the_new_tensors(name, time_major, monkeypatch):
     replayed = []
     orig_call = launch.Replay.__call__
     monkeypatch.setattr(launch.Replay, "__call__", lambda self, t: replayed.append(1) or orig_call(self, t))
-    for seed in range(3):  # same shapes, strides and dtypes: calls 2 and 3 are replays
+    for seed in (0, 2, 4):  # same shapes, strides, dtypes (and prefix boundary): calls 2, 3 replay
         _check(make_case(name, (6, 40), time_major=time_major, seed=seed))
     assert built and built[0] is not None, "the first call was not recorded"
     assert len(replayed) == 2, f"expected 2 replays, got {len(replayed)}"
@@ -101,3 +101,15 @@ def test_triton_interpret_is_part_of_the_signature(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET")
     with pytest.raises(ValueError, match="TRITON_INTERPRET"):
         rt.gae(r, v, gamma=0.9, lam=0.9, backend="triton")
+
+
+@pytest.mark.parametrize("name", ["traces", "prefix_sum"])
+def test_feature_dims_are_replayed(name, monkeypatch):
+    from rltriton.kernels import launch
+
+    replayed = []
+    orig_call = launch.Replay.__call__
+    monkeypatch.setattr(launch.Replay, "__call__", lambda self, t: replayed.append(1) or orig_call(self, t))
+    for seed in (0, 2, 4):
+        _check(make_case(name, (4, 30), n_features=(3, 2), seed=seed))
+    assert len(replayed) == 2

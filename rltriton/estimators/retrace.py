@@ -164,6 +164,11 @@ class Retrace(CreditAssigner):
                 rewards=rewards, action_values=action_values, target_probs=target_probs, actions=actions,
                 behavior_log_probs=behavior_log_probs, terminated=terminated, truncated=truncated,
                 bootstrap_values=bootstrap_values, last_value=last_value), time_dim, backend))
+        tensors = (rewards, action_values, target_probs, actions, behavior_log_probs, terminated, truncated,
+                   bootstrap_values, last_value)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return RetraceResult(*outs)
         p = self._problem(
             {"rewards": rewards, "behavior_log_probs": behavior_log_probs},
             flags={"terminated": terminated, "truncated": truncated},
@@ -182,7 +187,7 @@ class Retrace(CreditAssigner):
             )
         if av.shape[-1] == 0:
             raise ValueError("action_values: expected at least one action, got an empty action axis")
-        return RetraceResult(*self._run(p, backend))
+        return RetraceResult(*self._run(p, backend, key, tensors))
 
     def _is_action_form(self, p: Problem) -> bool:
         return "action_values" in p.tensors

@@ -88,8 +88,12 @@ class EligibilityTrace(CreditAssigner):
             return self._call_tensordict(x, time_dim, backend, dones=dones, initial=initial)
         if torch.compiler.is_compiling():
             return self._compiled("traces", dict(x=x, dones=dones, initial=initial), time_dim, backend)[0]
+        tensors = (x, dones, initial)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return outs[0]
         p = _forward_problem(self, x, dones, initial, time_dim, self.gamma, self.lam)
-        return self._run(p, backend)[0]
+        return self._run(p, backend, key, tensors)[0]
 
     def _feature_shape(self, p: Problem) -> torch.Size:
         return p.tensors["x"].shape[len(p.shape) :]
@@ -163,8 +167,12 @@ class EpisodicPrefixSum(CreditAssigner):
             return self._compiled("prefix_sum", dict(x=x, dones=dones, initial=initial), time_dim, backend)[0]
         if dones is None:
             raise TypeError("dones: expected a torch.Tensor, got NoneType")
+        tensors = (x, dones, initial)
+        outs, key = self._replay(tensors, time_dim, backend)
+        if outs is not None:
+            return outs[0]
         p = _forward_problem(self, x, dones, initial, time_dim)
-        return self._run(p, backend)[0]
+        return self._run(p, backend, key, tensors)[0]
 
     def _feature_shape(self, p: Problem) -> torch.Size:
         return p.tensors["x"].shape[len(p.shape) :]

@@ -379,7 +379,10 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
             pl = plan_for(R, T, p.device, block_a)
             q = v = (dummy, 0, 0)
             lr = rows(raw["behavior_log_probs"])
-            av_args = [av3, *av3.stride(), pi3, *pi3.stride(), *rows(raw["actions"]), A]
+            av_args = [
+                _owner(av3, raw["action_values"]), *av3.stride(), _owner(pi3, raw["target_probs"]), *pi3.stride(),
+                *rows(raw["actions"]), A,
+            ]
         else:
             q = rows(raw["q_values"])
             v = rows(raw["state_values"])
@@ -391,6 +394,17 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         _launch(retrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return qt[0], adv[0]
     raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")
+
+
+def _owner(view: Tensor, owner: Tensor | None) -> Tensor:
+    """``owner`` when ``view`` (a reshape of it) starts at the same address, else ``view``.
+
+    The kernel reads only the address and the strides it is given, so passing the caller's
+    own tensor instead of a reshaped view changes nothing on the device, and lets a replay
+    (:class:`Replay`) recognise the argument as one of the call's tensors."""
+    if owner is not None and view.data_ptr() == owner.data_ptr():
+        return owner
+    return view
 
 
 def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor]:
@@ -416,11 +430,17 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma_raw, rows, x3)
     lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam_raw, rows, x3)
     k = 0 if kind == "traces" else (1 if assigner.boundary == "ends_at" else 2)
+    xp = _owner(x3, p.raw["x"])
+    if not g_tensor:
+        g = xp
+    if not l_tensor:
+        lm = xp
     args = [
-        x3, *x3.stride(), d2 if d2 is not None else x3, sdn, sdt,
+        xp, *x3.stride(), d2 if d2 is not None else xp, sdn, sdt,
         g, sgn, sgt, ghi, glo, lm, sln, slt, lhi, llo,
-        init2 if init2 is not None else x3, *((0, 0) if init2 is None else init2.stride()),
-        out3, *out3.stride(), R, F,
+        _owner(init2, p.raw.get("initial")) if init2 is not None else xp,
+        *((0, 0) if init2 is None else init2.stride()),
+        _owner(out3, out), *out3.stride(), R, F,
     ]
     meta = dict(
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
