@@ -126,7 +126,7 @@ class Problem:
     """
 
     __slots__ = ("shape", "time_dim", "ndim", "device", "dtype", "raw", "kinds", "gamma_raw", "lam_raw",
-                 "n_feature_dims", "_views")
+                 "n_feature_dims", "_views", "_keep")
 
     def __init__(self, shape: torch.Size, time_dim: int, ndim: int, device: torch.device, dtype: torch.dtype,
                  raw: dict[str, Tensor], kinds: dict[str, str], gamma: Coef, lam: Coef,
@@ -142,6 +142,7 @@ class Problem:
         self.lam_raw = lam
         self.n_feature_dims = n_feature_dims
         self._views: dict[str, Tensor] | None = None
+        self._keep: tuple[Tensor | None, Tensor | None] | None = None
 
     @property
     def time_last(self) -> bool:
@@ -214,11 +215,24 @@ class Problem:
         """``(1 - terminated, 1 - done)`` as ``self.dtype`` multipliers, ``None`` where no
         flag of that kind was given. Multipliers, not masks: NaN and inf pass through as
         the arithmetic of SPEC.md section 3 gives them."""
-        term = None if self.terminated is None else self.terminated != 0
-        trunc = None if self.truncated is None else self.truncated != 0
-        done = term if trunc is None else (trunc if term is None else term | trunc)
-        as_keep = lambda m: None if m is None else (~m).to(self.dtype)  # noqa: E731
-        return as_keep(term), as_keep(done)
+        if self._keep is None:
+            term = None if self.terminated is None else self.terminated != 0
+            trunc = None if self.truncated is None else self.truncated != 0
+            done = term if trunc is None else (trunc if term is None else term | trunc)
+            as_keep = lambda m: None if m is None else (~m).to(self.dtype)  # noqa: E731
+            self._keep = (as_keep(term), as_keep(done))
+        return self._keep
+
+    def discount(self) -> Tensor | float:
+        """g_t (1 - term_t): the factor of the next-state value (0 after a termination)."""
+        g = self.coef(self.gamma)
+        keep_term = self.keep()[0]
+        return g if keep_term is None else g * keep_term
+
+    def cut(self, x: Tensor | float) -> Tensor | float:
+        """x_t (1 - done_t): a carry coefficient, zero where the recursion is cut."""
+        keep_done = self.keep()[1]
+        return x if keep_done is None else x * keep_done
 
     def next_state_values(self, values: Tensor | None) -> Tensor:
         """nv_t of SPEC.md section 2 in ``self.dtype``, ``[*B, T]``.
@@ -331,15 +345,7 @@ class CreditAssigner(abc.ABC):
             nonlocal ref_name, user_shape
             if x is None:
                 return
-            if not isinstance(x, Tensor):
-                raise TypeError(f"{name}: expected a torch.Tensor, got {_type_name(x)}")
-            if check == "float":
-                if x.dtype not in _FLOATS:
-                    raise TypeError(
-                        f"{name}: expected a floating dtype (float16, bfloat16, float32 or float64), got {x.dtype}"
-                    )
-            else:
-                check_tensor(name, x, check)
+            check_tensor(name, x, check)
             raw[name] = x
             kinds[name] = kind
             if kind == "step" and ref_name is None:

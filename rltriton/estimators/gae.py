@@ -112,14 +112,10 @@ class GAE(CreditAssigner):
         return GAEResult(*self._run(p, backend, key, tensors))
 
     def _torch(self, p: Problem) -> tuple[Tensor, Tensor]:
-        keep_term, keep_done = p.keep()
         r = p.tensors["rewards"].to(p.dtype)
         v = p.tensors["values"].to(p.dtype)
-        g, lm = p.coef(p.gamma), p.coef(p.lam)
-        gnv = g * p.next_state_values(p.tensors["values"])
-        if keep_term is not None:
-            gnv = gnv * keep_term
-        beta = (g * lm) * (1.0 if keep_done is None else keep_done)
+        gnv = p.discount() * p.next_state_values(p.tensors["values"])
+        beta = p.cut(p.coef(p.gamma) * p.coef(p.lam))
         if not isinstance(beta, Tensor):
             beta = r.new_full((), beta)
         adv = affine_scan(r + gnv - v, beta, reverse=True)

@@ -31,16 +31,11 @@ class RetraceResult(NamedTuple):
 
 def _retrace_torch(p: Problem, q: Tensor, v: Tensor, log_rhos: Tensor, c_bar: float) -> tuple[Tensor, Tensor]:
     """D_t = r_t + g_t (1-term_t) nv_t - Q_t + g_t (1-done_t) c_{t+1} D_{t+1}; c_T = 0."""
-    keep_term, keep_done = p.keep()
     r = p.tensors["rewards"].to(p.dtype)
     g, lm = p.coef(p.gamma), p.coef(p.lam)
-    gnv = g * p.next_state_values(v)
-    if keep_term is not None:
-        gnv = gnv * keep_term
+    gnv = p.discount() * p.next_state_values(v)
     c = lm * torch.clamp(torch.exp(log_rhos.to(p.dtype)), max=c_bar)
-    beta = g * shift_next(c)
-    if keep_done is not None:
-        beta = beta * keep_done
+    beta = p.cut(g * shift_next(c))
     q = q.to(p.dtype)
     q_targets = q + affine_scan(r + gnv - q, beta, reverse=True)
     return q_targets, q_targets - v.to(p.dtype)

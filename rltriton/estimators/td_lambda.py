@@ -15,14 +15,11 @@ def _lambda_returns_torch(p: Problem, values: Tensor | None, lam: Coef) -> Tenso
     """G_t = alpha_t + beta_t G_{t+1} with, where step t continues inside the window
     (cont_t = t < T-1 and not done_t): alpha = r + g (1-term) (1-l) nv, beta = g l;
     elsewhere alpha = r + g (1-term) nv, beta = 0."""
-    keep_term, keep_done = p.keep()
     r = p.tensors["rewards"].to(p.dtype)
     g = p.coef(p.gamma)
     lm = p.coef(lam)
-    cont = inside_mask(keep_done, p.shape, p.dtype, p.device)
-    gnv = g * p.next_state_values(values)
-    if keep_term is not None:
-        gnv = gnv * keep_term
+    cont = inside_mask(p.keep()[1], p.shape, p.dtype, p.device)
+    gnv = p.discount() * p.next_state_values(values)
     alpha = r + gnv * (1.0 - lm * cont)
     return affine_scan(alpha, (g * lm) * cont, reverse=True)
 

@@ -131,18 +131,15 @@ class VTrace(CreditAssigner):
         return VTraceResult(*self._run(p, backend, key, tensors))
 
     def _torch(self, p: Problem) -> tuple[Tensor, Tensor]:
-        keep_term, keep_done = p.keep()
         r = p.tensors["rewards"].to(p.dtype)
         v = p.tensors["values"].to(p.dtype)
         ratio = torch.exp(p.tensors["log_rhos"].to(p.dtype))
         g, lm = p.coef(p.gamma), p.coef(p.lam)
         nv = p.next_state_values(p.tensors["values"])
-        gk = g if keep_term is None else g * keep_term  # g_t (1 - term_t)
-        beta = g * lm * torch.clamp(ratio, max=self.c_bar)
-        if keep_done is not None:
-            beta = beta * keep_done
+        gk = p.discount()  # g_t (1 - term_t)
+        beta = p.cut(g * lm * torch.clamp(ratio, max=self.c_bar))
         vs = v + affine_scan(torch.clamp(ratio, max=self.rho_bar) * (r + gk * nv - v), beta, reverse=True)
-        inside = inside_mask(keep_done, p.shape, p.dtype, p.device) != 0
+        inside = inside_mask(p.keep()[1], p.shape, p.dtype, p.device) != 0
         q_in = r + gk * (lm * shift_next(vs) + (1.0 - lm) * nv)
         q = torch.where(inside, q_in, r + gk * nv)
         return vs, torch.clamp(ratio, max=self.pg_rho_bar) * (q - v)

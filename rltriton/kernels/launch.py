@@ -71,10 +71,6 @@ def _next_pow2(x: int) -> int:
     return 1 << (x - 1).bit_length() if x > 1 else 1
 
 
-def _prev_pow2(x: int) -> int:
-    return 1 << (max(x, 1).bit_length() - 1)
-
-
 @functools.lru_cache(maxsize=4096)
 def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
     """The launch plan for R rows (lanes) of T steps. ``width`` divides the tile budget
@@ -427,14 +423,10 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     init2 = None if init is None else init.reshape(R, F)
     rows = _Rows(p)
     d2, sdn, sdt = rows(p.raw.get("dones"))
-    g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma_raw, rows, x3)
-    lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam_raw, rows, x3)
-    k = 0 if kind == "traces" else (1 if assigner.boundary == "ends_at" else 2)
     xp = _owner(x3, p.raw["x"])
-    if not g_tensor:
-        g = xp
-    if not l_tensor:
-        lm = xp
+    g, sgn, sgt, ghi, glo, g_tensor = _coef(p.gamma_raw, rows, xp)
+    lm, sln, slt, lhi, llo, l_tensor = _coef(p.lam_raw, rows, xp)
+    k = 0 if kind == "traces" else (1 if assigner.boundary == "ends_at" else 2)
     args = [
         xp, *x3.stride(), d2 if d2 is not None else xp, sdn, sdt,
         g, sgn, sgt, ghi, glo, lm, sln, slt, lhi, llo,
