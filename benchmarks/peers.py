@@ -43,13 +43,14 @@ import rltriton as rt
 ROOT = Path(__file__).resolve().parents[1]
 PEERS_DIR = ROOT / ".peers"
 
-ESTIMATORS = ("gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "traces", "prefix_sum")
+ESTIMATORS = ("gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum")
 OUTPUT_NAMES = {
     "gae": ("advantages", "value_targets"),
     "td_lambda": ("returns",),
     "discounted_returns": ("returns",),
     "vtrace": ("value_targets", "advantages"),
     "retrace": ("q_targets", "advantages"),
+    "retrace_av": ("q_targets", "advantages"),
     "traces": ("traces",),
     "prefix_sum": ("sums",),
 }
@@ -59,6 +60,7 @@ RT_FN = {
     "discounted_returns": "discounted_returns",
     "vtrace": "vtrace",
     "retrace": "retrace",
+    "retrace_av": "retrace_from_action_values",
     "traces": "eligibility_traces",
     "prefix_sum": "episodic_prefix_sum",
 }
@@ -131,7 +133,7 @@ def make_rollout(est: str, N: int, T: int, *, device: torch.device | str, trunca
         t["log_pi_behavior"] = torch.log(torch.rand(shape, generator=g) * 0.9 + 0.1)
         t["log_pi_target"] = t["log_pi_behavior"] + randn(*shape, scale=0.5)
         t["log_rhos"] = t["log_pi_target"] - t["log_pi_behavior"]
-    elif est == "retrace":
+    elif est in ("retrace", "retrace_av"):
         t["q_values"] = randn(*shape)
         t["state_values"] = t.pop("values")
         pi = torch.softmax(randn(N, T, N_ACTIONS), -1)
@@ -141,6 +143,12 @@ def make_rollout(est: str, N: int, T: int, *, device: torch.device | str, trunca
         t["actions"] = actions
         t["behavior_probs"] = mu
         t["log_rhos"] = torch.log(pi.gather(-1, actions[..., None])[..., 0]) - torch.log(mu)
+        if est == "retrace_av":  # the action form: Q and v come from per-action values
+            av = randn(N, T, N_ACTIONS)
+            t["action_values"] = av
+            t["q_values"] = av.gather(-1, actions[..., None])[..., 0]
+            t["state_values"] = (pi * av).sum(-1)
+            t["behavior_log_probs"] = torch.log(mu)
     elif est in ("traces", "prefix_sum"):
         t.pop("values")
         t.pop("rewards")
@@ -171,6 +179,9 @@ def our_args(ro: Rollout) -> tuple[tuple, dict[str, Any]]:
     if e == "retrace":
         return (ro["rewards"], ro["q_values"], ro["state_values"], ro["log_rhos"]), {
             "gamma": ro.gamma, "lam": ro.lam, "c_bar": 1.0, **_boundary_kwargs(ro)}
+    if e == "retrace_av":
+        return (ro["rewards"], ro["action_values"], ro["target_probs"], ro["actions"], ro["behavior_log_probs"]), {
+            "gamma": ro.gamma, "lam": ro.lam, "c_bar": 1.0, **_boundary_kwargs(ro)}
     if e == "traces":
         return (ro["x"],), {"gamma": ro.gamma, "lam": ro.lam, "dones": ro.done, "initial": ro["initial"]}
     if e == "prefix_sum":
@@ -179,10 +190,20 @@ def our_args(ro: Rollout) -> tuple[tuple, dict[str, Any]]:
 
 
 def floor_io(ro: Rollout) -> list[Tensor]:
-    """The per-step ``[N, T]`` inputs our estimator reads (what the streaming floor reads)."""
+    """The per-step inputs our estimator reads (what the streaming floor reads), as ``[N, T]``
+    tensors: an ``[N, T, A]`` float32 tensor of the action form counts as A/2 float64 ones of
+    the same bytes (copies, made once, outside the timing)."""
     args, kw = our_args(ro)
-    return [x for x in list(args) + list(kw.values())
-            if isinstance(x, Tensor) and tuple(x.shape) == (ro.N, ro.T)]
+    out = []
+    for x in list(args) + list(kw.values()):
+        if not isinstance(x, Tensor):
+            continue
+        if tuple(x.shape) == (ro.N, ro.T):
+            out.append(x)
+        elif x.dim() == 3 and tuple(x.shape[:2]) == (ro.N, ro.T) and x.shape[2] % 2 == 0:
+            wide = x.contiguous().view(torch.float64)
+            out.extend(wide[..., i].contiguous() for i in range(wide.shape[-1]))
+    return out
 
 
 def _named(est: str, out: Any) -> dict[str, Tensor]:
@@ -204,7 +225,9 @@ def rltriton_time_major_candidate(ro: Rollout, backend: str) -> Candidate:
     args, kw = our_args(ro)
 
     def tm(x: Any) -> Any:
-        return x.t().contiguous() if isinstance(x, Tensor) and tuple(x.shape) == (ro.N, ro.T) else x
+        if isinstance(x, Tensor) and x.dim() >= 2 and tuple(x.shape[:2]) == (ro.N, ro.T):
+            return x.transpose(0, 1).contiguous()  # [T, N] (and [T, N, A] for the action form)
+        return x
 
     targs = tuple(tm(a) for a in args)
     tkw = {k: tm(v) for k, v in kw.items()}
@@ -345,6 +368,13 @@ def _torch_retrace(r, q, sv, lr, term, trunc, bv, lv, gamma: float, lam: float, 
     return qt, qt - sv
 
 
+def _torch_retrace_av(r, av, pi, actions, blp, term, trunc, bv, lv, gamma: float, lam: float, c_bar: float):
+    q = av.gather(-1, actions[..., None])[..., 0]
+    sv = (pi * av).sum(-1)
+    lr = torch.log(pi.gather(-1, actions[..., None])[..., 0]) - blp
+    return _torch_retrace(r, q, sv, lr, term, trunc, bv, lv, gamma, lam, c_bar)
+
+
 def _torch_traces(x, dones, init, gamma: float, lam: float):
     keep = F.pad((~dones[:, :-1]).to(x.dtype), (1, 0), value=1.0)
     b = gamma * lam * keep
@@ -380,8 +410,8 @@ def _compiled(name: str, fn: Callable, enabled: bool) -> Callable:
 def torch_compile_candidate(ro: Rollout, *, compile: bool = True) -> Candidate:
     e = ro.est
     fn = _compiled(e, {"gae": _torch_gae, "td_lambda": _torch_td_lambda, "discounted_returns": _torch_discounted,
-                       "vtrace": _torch_vtrace, "retrace": _torch_retrace, "traces": _torch_traces,
-                       "prefix_sum": _torch_prefix_sum}[e], compile)
+                       "vtrace": _torch_vtrace, "retrace": _torch_retrace, "retrace_av": _torch_retrace_av,
+                       "traces": _torch_traces, "prefix_sum": _torch_prefix_sum}[e], compile)
     trunc = ro.get("truncated") if ro.truncations else None
     bv = ro.get("bootstrap_values") if ro.truncations else None
     term, lv, g, lm = ro.get("terminated"), ro.get("last_value"), ro.gamma, ro.lam
@@ -393,6 +423,9 @@ def torch_compile_candidate(ro: Rollout, *, compile: bool = True) -> Candidate:
         args = (ro["rewards"], ro["values"], ro["log_rhos"], term, trunc, bv, lv, g, 1.0, 1.0, 1.0)
     elif e == "retrace":
         args = (ro["rewards"], ro["q_values"], ro["state_values"], ro["log_rhos"], term, trunc, bv, lv, g, lm, 1.0)
+    elif e == "retrace_av":
+        args = (ro["rewards"], ro["action_values"], ro["target_probs"], ro["actions"], ro["behavior_log_probs"],
+                term, trunc, bv, lv, g, lm, 1.0)
     elif e == "traces":
         args = (ro["x"], ro.done, ro["initial"], g, lm)
     else:
@@ -607,6 +640,8 @@ def rl_triton_candidate(ro: Rollout) -> Candidate:
                          lambda o: {"q_targets": o[0]},
                          note="compute_retrace: q targets only (its advantage is rho*(r + g Q_ret[t+1]) - Q, "
                               "not ours); next_q_values_all = nv_t broadcast over actions")
+    if e == "retrace_av":
+        raise Skip("rl-triton's compute_retrace is timed on the q-form row (retrace)")
     if e in ("traces", "prefix_sum"):
         if ro.T > flat_max:
             raise Skip(f"rl-triton's forward scans are limited to seq_len <= {flat_max}")

@@ -62,10 +62,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--grid", default="quick", help="comma list of classic,massive,long,quick (default quick)")
     p.add_argument("--shapes", default="", help="extra/override shapes, e.g. 4096x128,16x262144")
     p.add_argument("--estimators", default="all",
-                   help="comma list of gae,td_lambda,discounted_returns,vtrace,retrace,traces,prefix_sum or all")
+                   help="comma list of gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces,prefix_sum "
+                        "or all (retrace_av: the action form, 4 actions)")
     p.add_argument("--peers", default="all", help=f"comma list of {','.join(PEERS)} or all / none")
-    p.add_argument("--compile-for", default="gae,retrace",
-                   help="estimators that get the torch.compile doubling-scan peer (default gae,retrace; 'all')")
+    p.add_argument("--compile-for", default="gae,retrace,retrace_av",
+                   help="estimators that get the torch.compile doubling-scan peer "
+                        "(default gae,retrace,retrace_av; 'all')")
     p.add_argument("--truncations", action="store_true", help="add 5%% truncations with bootstrap_values")
     p.add_argument("--torch-backend", action="store_true", help="also time rltriton's torch backend")
     p.add_argument("--time-major", action="store_true",
@@ -313,7 +315,7 @@ def run_row(est: str, shape: tuple[int, int], cat: str, status, seed: int) -> di
     row["bytes"] = nbytes
     row["floor_inputs"] = [f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in ins]
     row["bw_floor_us"] = nbytes / HBM_BYTES_PER_S * 1e6
-    entries = [Entry("floor", common.stream_floor_any(ins, outs), True, "streaming Triton kernel, same bytes")]
+    entries = [Entry("floor", common.stream_floor_many(ins, outs), True, "streaming Triton kernel, same bytes")]
 
     cands, skipped = build_candidates(est, ro, status)
     row["skipped"] = skipped

@@ -1,6 +1,6 @@
 """Sweep launch plans (tile, warps, time segments) against the streaming floor.
 
-    python benchmarks/sweep.py [estimator] > sweep.txt     # on a GPU machine
+    python benchmarks/sweep.py [estimator] [RxT,RxT,...] > sweep.txt     # on a GPU machine
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan`` and a set of
 forced plans (CUDA-graph device time), and prints the best one. Used to set the plan
@@ -9,6 +9,7 @@ heuristics; results are recorded in benchmarks/results/.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -31,20 +32,18 @@ def candidates(R: int, T: int):
     p2 = 1 << (max(T, 1) - 1).bit_length()
     out = []
     if T <= 128:
-        for tile in (256, 512, 1024, 2048):
-            bn = max(1, tile // p2)
-            for w in (max(1, min(8, tile // 256)), max(1, min(8, tile // 128))):
-                out.append(launch.Plan(bn, p2, w, 1, p2))
+        for tile, w in ((256, 1), (256, 2), (512, 2), (1024, 4), (2048, 4), (2048, 8)):
+            out.append(launch.Plan(max(1, tile // p2), p2, w, 1, p2))
     else:
-        for bt, w in ((512, 4), (1024, 4), (1024, 8), (2048, 8)):
+        for bt, w in ((512, 4), (512, 8), (1024, 4), (1024, 8), (2048, 8), (2048, 16)):
             if bt > p2:
                 continue
             n_chunks = -(-T // bt)
             for bn in ((1, 4) if R >= 4096 and bt <= 512 else (1,)):
                 programs = -(-R // bn)
                 segs = [1]
-                for mult in (2, 8):
-                    s = min(n_chunks, -(-mult * 132 // programs))
+                for s in (-(-2 * 132 // programs), -(-8 * 132 // programs), n_chunks):
+                    s = min(n_chunks, s)
                     if s > 1 and s not in segs:
                         segs.append(s)
                 for s in segs:
@@ -55,35 +54,45 @@ def candidates(R: int, T: int):
     return out
 
 
-SHAPES = [(32768, 8), (16384, 16), (32768, 64), (4096, 128), (16384, 512), (4096, 2048), (512, 4096),
-          (128, 1024), (64, 512), (64, 65536), (16, 262144), (1, 1048576)]
+VERBOSE = bool(os.environ.get("SWEEP_VERBOSE"))
+SHAPES = [(32768, 8), (16384, 16), (8192, 32), (32768, 64), (4096, 128), (16384, 512), (4096, 512), (4096, 2048),
+          (512, 512), (512, 2048), (512, 4096), (256, 1024), (128, 1024), (64, 512), (64, 65536), (16, 262144),
+          (1, 1048576)]
 
 
 def main() -> None:
     name = sys.argv[1] if len(sys.argv) > 1 else "gae"
+    shapes = SHAPES
+    if len(sys.argv) > 2:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[2].split(",")]
     orig = launch.plan_for
     print(f"{'shape':>14} {'floor':>7} {'default':>8} {'best':>7} {'ratio':>6}  best plan / default plan")
-    for shape in SHAPES:
+    for shape in shapes:
         case = gpu(make_case(name, shape, flags="terminated", seed=0))
         per_step = [x for x in list(case.args) + list(case.kwargs.values())
                     if isinstance(x, torch.Tensor) and x.shape == torch.Size(shape)]
         n_out = len(case(backend="triton"))
         floor = device_time_us(stream_floor(per_step[:6], [torch.empty(shape, device="cuda") for _ in range(n_out)]))
         launch.plan_for = orig
+        launch.clear_caches()  # replays of an earlier plan must not stand in for this one
         default_plan = orig(shape[0], shape[1], torch.device("cuda"))
         default = device_time_us(lambda c=case: c(backend="triton"))
         best, best_plan = default, default_plan
         for pl in candidates(*shape):
             launch.plan_for = lambda *a, _p=pl, **k: _p
+            launch.clear_caches()
             try:
                 calls = 10 if shape[0] * shape[1] >= 1 << 22 else 50
                 t = device_time_us(lambda c=case: c(backend="triton"), graph_calls=calls, replays=3)
             except Exception as e:  # a plan the compiler rejects (registers, shared memory)
                 print(f"   skip {pl}: {type(e).__name__}", flush=True)
                 continue
+            if VERBOSE:
+                print(f"   {str(shape):>14} {t:8.1f} {t / floor:6.2f}  {tuple(pl)}", flush=True)
             if t < best:
                 best, best_plan = t, pl
         launch.plan_for = orig
+        launch.clear_caches()
         print(f"{str(shape):>14} {floor:7.1f} {default:8.1f} {best:7.1f} {best / floor:6.2f}  {tuple(best_plan)} / "
               f"{tuple(default_plan)}", flush=True)
 

@@ -118,6 +118,24 @@ def test_default_tiles_long_rows(name, request):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+def test_split_one_chunk_segments(name, monkeypatch, poisoned):
+    """The two-phase split with segments of one chunk (``ONE_CHUNK`` in both passes), as the
+    GPU runs the longest rows."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_SEG_STEPS", 16)
+    monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
+    poisoned.clear_caches()
+    try:
+        pl = poisoned.plan(3, 63)
+        assert pl.segments == 4 and pl.seg_len == pl.block_t == 16
+        check(make_case(name, (3, 63), seed=37), "triton")
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 def test_empty_time_axis(name, backend):
     case = make_case(name, (4, 0), flags="none", bootstrap="none")
     for o, r in zip(case(backend=backend), case(backend="reference")):

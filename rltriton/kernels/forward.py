@@ -39,9 +39,12 @@ def forward_kernel(
     KIND: tl.constexpr, HAS_DONES: tl.constexpr, HAS_INIT: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False)
+    if ONE_CHUNK:  # static one-trip loop (see backward.py)
+        n_chunks = 1
     lane_mask = lanes < R * F
     rows = lanes // F
     feats = lanes % F
@@ -53,7 +56,8 @@ def forward_kernel(
     if PHASE == 1:
         carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, lanes, lane_mask, seg, n_segs, carry, False, S_BLOCK)
+        if not ONE_CHUNK:  # else scan_step reads the summaries, after the tile's loads
+            carry = segment_carry_in(sum_a_ptr, sum_b_ptr, lanes, lane_mask, seg, n_segs, carry, False, S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
@@ -79,7 +83,7 @@ def forward_kernel(
         else:
             z, carry = scan_step(
                 alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, lanes, lane_mask, seg, n_segs, PHASE,
-                False,
+                False, S_BLOCK, ONE_CHUNK,
             )
             tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
     if PHASE == 1:

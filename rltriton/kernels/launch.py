@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
 _NV_NONE, _NV_NEXT, _NV_BOOTSTRAP, _NV_LAST = 0, 1, 2, 3
 _TILE = 2048  # most elements of a [BLOCK_N, BLOCK_T] tile
-_MAX_BLOCK_T = 1024
+_MAX_BLOCK_T = 2048  # rows up to this many steps are one chunk (no carry between chunks)
+_LOOP_BLOCK_T = 1024  # chunk of longer rows that are not split in time
 _SHORT_T = 128  # rows up to this many steps are tiled several to a program
 _SHORT_TILE = 256  # elements of a short-row tile
-_SEG_STEPS = 4096  # steps of a time segment when rows are split
+_SEG_STEPS = 2048  # steps of a time segment when rows are split: one chunk
 _SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
 _PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
 _SPLIT_MIN_ELEMS = 1 << 18  # below this a single pass wins over a second launch
@@ -72,26 +73,26 @@ def _next_pow2(x: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
-    """The launch plan for R rows (lanes) of T steps. ``width`` divides the tile budget
-    (the action axis of Retrace's action form).
+def plan(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan:
+    """The launch plan for R rows (lanes) of T steps.
 
-    Chosen from a sweep on an H200 (``benchmarks/sweep.py``; results in
+    Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
     benchmarks/results/): short rows (T <= 128) take ~256-element tiles of several rows,
-    which gives thousands of small programs; longer rows take one row per program and
-    chunks of 512 steps (1024 when rows are few). Rows too few to fill the GPU
-    (fewer than ``_PROGRAMS_PER_SM`` per SM) with many chunks are cut into segments of
-    ~4096 steps run in parallel (two launches: summaries, then carry-in and outputs).
+    which gives thousands of small programs; rows up to 2048 steps take one row per
+    program in a single chunk (``ONE_CHUNK``: no carry hand-over), 4 warps per 512 steps;
+    longer rows walk 1024-step chunks. Rows too few to fill the GPU (fewer than
+    ``_PROGRAMS_PER_SM`` per SM) with many chunks are cut into one-chunk segments of 2048
+    steps run in parallel (two launches: summaries, then carry-in and outputs).
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
     if p2 <= _SHORT_T:
         block_t = min(p2, _MAX_BLOCK_T)
-        block_n = max(1, min(_SHORT_TILE // (block_t * width), _next_pow2(max(R, 1))))
+        block_n = max(1, min(_SHORT_TILE // block_t, _next_pow2(max(R, 1))))
     else:
-        block_t = min(p2, _MAX_BLOCK_T, 512 if R >= 1024 else 1024)
+        block_t = min(p2, _MAX_BLOCK_T)
         block_n = 1
-    block_n = max(1, min(block_n, _TILE // (block_t * width)))
+    block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
     n_chunks = _cdiv(T, block_t)
     segments, seg_len = 1, n_chunks * block_t
@@ -101,18 +102,24 @@ def plan(R: int, T: int, width: int = 1, sms: int = _DEFAULT_SMS) -> Plan:
         segments, seg_len = _cdiv(n_chunks, per_seg), per_seg * block_t
         if _LOOKBACK:
             segments, seg_len = n_chunks, block_t
+    elif n_chunks > 1 and block_t > _LOOP_BLOCK_T:
+        # a long row walked by one program: smaller chunks keep registers for more programs
+        block_t = _LOOP_BLOCK_T
+        seg_len = _cdiv(T, block_t) * block_t
     # Triton's scan lowering needs at least one element per thread (no replicated layouts):
     # pad tiny tiles with masked rows up to a warp.
     block_n = max(block_n, _cdiv(32, block_t))
     elems = block_n * block_t
-    num_warps = max(1, min(8, elems * width // 128, elems // 32))
+    # 16 warps only for a whole 2048-step row in one chunk (4096 x 2048: 47 us against 49 at 8)
+    cap = 16 if segments == 1 and elems >= 2048 and seg_len <= block_t else 8
+    num_warps = max(1, min(cap, elems // 128))
     return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1)
 
 
-def plan_for(R: int, T: int, device: torch.device, width: int = 1) -> Plan:
+def plan_for(R: int, T: int, device: torch.device) -> Plan:
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
-    return plan(R, T, width, sms)
+    return plan(R, T, sms)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
@@ -135,13 +142,18 @@ def clear_caches() -> None:
 
 
 class Replay:
-    """One recorded single-pass launch, re-issued with new tensors of the same signature."""
+    """One recorded single-pass launch, re-issued with new tensors of the same signature.
 
-    __slots__ = ("kernel", "grid", "template", "slots", "kwargs", "out_dtypes", "generation")
+    The first replay goes through ``kernel[grid](...)`` and keeps the compiled kernel it
+    returns; later replays hand the arguments straight to that compiled kernel's launcher,
+    as ``JITFunction.run`` itself does after its checks (see :class:`_FastLaunch`)."""
+
+    __slots__ = ("kernel", "grid", "template", "slots", "kwargs", "out_dtypes", "generation", "fast")
 
     def __init__(self, kernel, grid, template, slots, kwargs, out_dtypes) -> None:
         self.kernel, self.grid, self.template, self.slots = kernel, grid, template, slots
         self.kwargs, self.out_dtypes, self.generation = kwargs, out_dtypes, _generation
+        self.fast: _FastLaunch | None = None
 
     @staticmethod
     def build(records: list, tensors: tuple, outs: tuple[Tensor, ...]) -> Replay | None:
@@ -180,8 +192,68 @@ class Replay:
         args = self.template.copy()
         for k, is_out, j in self.slots:
             args[k] = outs[j] if is_out else tensors[j]
-        self.kernel[self.grid](*args, **self.kwargs)
+        fast = self.fast
+        if fast is not None and fast.accepts(args):
+            fast(args)
+        else:
+            compiled = self.kernel[self.grid](*args, **self.kwargs)
+            if fast is None:
+                self.fast = _FastLaunch.make(self.kernel, compiled, self.grid, args, self.kwargs, self.slots)
         return outs
+
+
+class _FastLaunch:
+    """A compiled kernel launched without ``JITFunction.run``'s per-call work (binding ~50
+    arguments, computing the specialisation key, looking up the cache: ~20-40 us of host
+    time per call with Triton 3.6). Valid only for the exact specialisation it came from:
+    every integer argument is fixed by the replay's signature (shapes and strides), and
+    :meth:`accepts` checks the one thing that is not, each tensor's 16-byte alignment
+    (a misaligned view goes through ``kernel[grid]``, which compiles for it).
+
+    Triton >= 3.4 (``triton.knobs``) launches with every bound argument, constexprs
+    included, exactly as done here; older versions keep the slow path."""
+
+    __slots__ = ("compiled", "grid", "ptr_slots", "aligned", "consts", "device_stream")
+
+    def __init__(self, compiled, grid, ptr_slots, aligned, consts) -> None:
+        import triton
+
+        self.compiled, self.grid, self.ptr_slots, self.aligned, self.consts = compiled, grid, ptr_slots, aligned, consts
+        drv = triton.runtime.driver.active
+        self.device_stream = (drv.get_current_device, drv.get_current_stream)
+
+    @staticmethod
+    def make(kernel, compiled, grid, args: list, kwargs: dict, slots: tuple) -> _FastLaunch | None:
+        try:
+            import triton
+            from triton import knobs  # noqa: F401  (3.4+: the launch convention used below)
+        except ImportError:
+            return None
+        names = getattr(kernel, "arg_names", None)
+        if compiled is None or not hasattr(compiled, "run") or names is None \
+                or getattr(triton.knobs.runtime, "interpret", False):
+            return None
+        rest = names[len(args):]
+        if any(n not in kwargs for n in rest):
+            return None
+        ptr_slots = tuple(k for k, _, _ in slots)
+        aligned = tuple(args[k].data_ptr() % 16 == 0 for k in ptr_slots)
+        return _FastLaunch(compiled, grid, ptr_slots, aligned, tuple(kwargs[n] for n in rest))
+
+    def accepts(self, args: list) -> bool:
+        return all((args[k].data_ptr() % 16 == 0) == a for k, a in zip(self.ptr_slots, self.aligned))
+
+    def __call__(self, args: list) -> None:
+        from triton import knobs
+
+        c = self.compiled
+        get_device, get_stream = self.device_stream
+        stream = get_stream(get_device())
+        values = (*args, *self.consts)
+        g = self.grid
+        meta = c.launch_metadata(g, stream, *values)
+        c.run(g[0], g[1], 1, stream, c.function, c.packed_metadata, meta,
+              knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
 
 
 def record(fn, tensors: tuple) -> tuple[tuple[Tensor, ...], Replay | None]:
@@ -195,35 +267,43 @@ def record(fn, tensors: tuple) -> tuple[tuple[Tensor, ...], Replay | None]:
     return outs, Replay.build(records, tensors, outs)
 
 
-def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
-    """One pass (PHASE 0), or the two passes of the time split. ``args`` are the kernel's
-    arguments up to ``T`` (exclusive); ``lanes`` rows are tiled by the plan."""
+def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype,
+                 device) -> tuple[list[tuple], bool]:
+    """The kernel launches of one call, as ``(kernel, grid, args, kwargs)``, and whether
+    they use scratch buffers made here: one pass (PHASE 0), the two passes of the time
+    split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
+    (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
-    common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps, **meta)
+    common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
+                  ONE_CHUNK=pl.seg_len <= pl.block_t, **meta)
     if pl.segments == 1:
         full = [*args, T, pl.seg_len, args[0], args[0], args[0], args[0]]
-        kw = dict(PHASE=0, S_BLOCK=1, **common)
-        if _recorder is not None:
-            _recorder.append((kernel, (rows_grid, 1), full, kw))
-        kernel[(rows_grid, 1)](*full, **kw)
-        return
-    if _recorder is not None:
-        _recorder.append(None)  # several launches or scratch buffers: not replayable
+        return [(kernel, (rows_grid, 1), full, dict(PHASE=0, S_BLOCK=1, **common))], False
     if pl.lookback:
         # state[0]: ticket counter; state[1 + row * segments + seg]: 0 / 1 aggregate / 2 inclusive
         state = torch.zeros(1 + lanes * pl.segments, dtype=torch.int32, device=device)
         maps = torch.empty((3, lanes * pl.segments), dtype=dtype, device=device)
-        kernel[(rows_grid * pl.segments, 1)](
-            *args, T, pl.seg_len, maps[0], maps[1], maps[2], state, PHASE=3, S_BLOCK=1, **common
-        )
-        return
+        full = [*args, T, pl.seg_len, maps[0], maps[1], maps[2], state]
+        # S_BLOCK: the look-back window, at least one element per thread (as below)
+        window = max(32, 32 * pl.num_warps // pl.block_n)
+        return [(kernel, (rows_grid * pl.segments, 1), full, dict(PHASE=3, S_BLOCK=window, **common))], True
     sum_a = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     sum_b = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     grid = (rows_grid, pl.segments)
     # the summary tile of the carry-in scan also needs an element per thread
     s_block = max(_next_pow2(pl.segments), 32 * pl.num_warps)
-    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0], PHASE=1, S_BLOCK=s_block, **common)
-    kernel[grid](*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0], PHASE=2, S_BLOCK=s_block, **common)
+    full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
+    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, **common)) for phase in (1, 2)], True
+
+
+def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
+    """Issue the launches of :func:`launch_specs`; record a replayable one for :func:`record`."""
+    specs, scratch = launch_specs(kernel, lanes, T, pl, args, meta, dtype, device)
+    if _recorder is not None:
+        # several launches or scratch buffers: not replayable
+        _recorder.append(specs[0] if len(specs) == 1 and not scratch else None)
+    for k, grid, a, kw in specs:
+        k[grid](*a, **kw)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -371,8 +451,6 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
             A = t["action_values"].shape[-1]
             av3 = t["action_values"].reshape(-1, T, A)
             pi3 = t["target_probs"].reshape(-1, T, A)
-            block_a = _next_pow2(A)
-            pl = plan_for(R, T, p.device, block_a)
             q = v = (dummy, 0, 0)
             lr = rows(raw["behavior_log_probs"])
             av_args = [
@@ -383,10 +461,9 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
             q = rows(raw["q_values"])
             v = rows(raw["state_values"])
             lr = rows(raw["log_rhos"])
-            block_a = 1
             av_args = [dummy, 0, 0, 0, dummy, 0, 0, 0, dummy, 0, 0, 1]
         args = [*r, *v, *common, *q, *lr, *split_scalar(assigner.c_bar), *av_args, *qt, *adv, R]
-        meta = {**meta, "ACTION_FORM": "action_values" in raw, "BLOCK_A": block_a}
+        meta = {**meta, "ACTION_FORM": "action_values" in raw}
         _launch(retrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return qt[0], adv[0]
     raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")

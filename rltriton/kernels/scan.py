@@ -199,8 +199,10 @@ def segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.c
 # segments first in scan order are taken first, and a program only ever waits for
 # programs that already run (no deadlock whatever the scheduler does). Each program scans
 # its one-chunk segment, publishes the segment's aggregate map (flag 1), walks back over
-# the segments before it in scan order, composing aggregates until it meets an inclusive
-# value (flag 2), then publishes its own inclusive value and writes its outputs. Flags
+# the segments before it in scan order, a window of W at a time (W = S_BLOCK, the
+# kernels' summary width, unused otherwise in PHASE 3), composing aggregates until it
+# meets an inclusive value (flag 2), then publishes its own inclusive value and writes
+# its outputs. Flags
 # live in ``state[1 + row * n_segs + seg]`` (``state[0]`` is the ticket counter), zeroed
 # by the launcher for every call.
 
@@ -228,22 +230,32 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 
 @triton.jit
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
-                  PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr):
+                  PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
-    mask, and the carry entering the segment (0, or from the summaries in PHASE 2)."""
+    mask, and the carry entering the segment (0, or from the summaries in PHASE 2; with
+    ONE_CHUNK, :func:`scan_step` reads the summaries instead, after the tile's loads)."""
     rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
     row_mask = rows < R
     carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
-        carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
+        if not ONE_CHUNK:
+            carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
     return rows, row_mask, seg, n_segs, n_chunks, carry
 
 
 @triton.jit
 def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
-                   REVERSE: tl.constexpr):
+                   REVERSE: tl.constexpr, W: tl.constexpr):
     """Publish this segment's aggregate map (agg_a, agg_b) [BN], look back for the carry
-    entering it, publish the inclusive value, and return the carry [BN]."""
+    entering it, publish the inclusive value, and return the carry [BN].
+
+    The look-back reads a window of ``W`` predecessors at once (flags, then their maps):
+    with k the nearest one that has published its inclusive value and every one before it
+    its aggregate, the carry is the composition of those aggregates applied to that value;
+    with no inclusive value in the window (but every aggregate there) it composes the whole
+    window and moves W segments further back; otherwise it re-reads the window. One round
+    trip covers W segments, so a program is not held up by a chain of predecessors.
+    """
     off = rows * n_segs + seg  # [BN, 1]
     first = seg == n_segs - 1 if REVERSE else seg == 0
     if first:
@@ -252,29 +264,43 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
         tl.store(agg_a_ptr + off, agg_a[:, None], mask=row_mask)
         tl.store(agg_b_ptr + off, agg_b[:, None], mask=row_mask)
         tl.atomic_xchg(state_ptr + 1 + off, tl.full(off.shape, 1, tl.int32), mask=row_mask, sem="release")
-        acc_a = tl.zeros(agg_a.shape, agg_a.dtype)[:, None]
-        acc_b = tl.full(agg_a.shape, 1.0, agg_a.dtype)[:, None]
-        carry2 = tl.zeros(agg_a.shape, agg_a.dtype)[:, None]
-        done = row_mask == 0
         step = 1 if REVERSE else -1
-        j = seg + step
+        ks = tl.arange(0, W)[None, :] + 1  # [1, W]: how far back
+        acc_a = tl.zeros(agg_a.shape, agg_a.dtype)  # composition of the windows passed
+        acc_b = tl.full(agg_a.shape, 1.0, agg_a.dtype)
+        carry = tl.zeros(agg_a.shape, agg_a.dtype)
+        done = tl.sum(row_mask.to(tl.int32), axis=1) == 0  # [BN]
+        base = seg + tl.zeros(off.shape, tl.int32)  # [BN, 1]: window starts after this segment
         while tl.sum((done == 0).to(tl.int32)) > 0:
-            pj = state_ptr + 1 + rows * n_segs + j
-            f = tl.atomic_add(pj, tl.zeros(off.shape, tl.int32), mask=done == 0, sem="acquire")
-            while tl.sum(((f == 0) & (done == 0)).to(tl.int32)) > 0:
-                f = tl.atomic_add(pj, tl.zeros(off.shape, tl.int32), mask=done == 0, sem="acquire")
-            oj = rows * n_segs + j
-            live = done == 0
-            a_j = tl.load(agg_a_ptr + oj, mask=live & (f == 1), other=0.0, volatile=True)
-            b_j = tl.load(agg_b_ptr + oj, mask=live & (f == 1), other=1.0, volatile=True)
-            x_j = tl.load(incl_ptr + oj, mask=live & (f == 2), other=0.0, volatile=True)
-            incl_now = live & (f == 2)
-            carry2 = tl.where(incl_now, acc_a + acc_b * x_j, carry2)
-            agg_now = live & (f == 1)
-            acc_a, acc_b = tl.where(agg_now, acc_a + acc_b * a_j, acc_a), tl.where(agg_now, acc_b * b_j, acc_b)
-            done = done | incl_now
-            j += step
-        carry = tl.sum(carry2, axis=1)
+            js = base + step * ks  # [BN, W]
+            if REVERSE:
+                inside = js < n_segs
+            else:
+                inside = js >= 0
+            live = (done == 0)[:, None] & inside
+            oj = rows * n_segs + js
+            f = tl.atomic_add(state_ptr + 1 + oj, tl.zeros(js.shape, tl.int32), mask=live, sem="acquire")
+            # beyond the first segment in scan order nothing is needed: count it as inclusive
+            f = tl.where(live, f, 2)
+            k_inc = tl.min(tl.where(f == 2, ks, W + 1), axis=1)  # [BN], W + 1: none in the window
+            before = ks < k_inc[:, None]
+            ready = tl.sum((before & (f == 0)).to(tl.int32), axis=1) == 0
+            a_j = tl.load(agg_a_ptr + oj, mask=live & before, other=0.0, volatile=True)
+            b_j = tl.load(agg_b_ptr + oj, mask=live & before, other=1.0, volatile=True)
+            x_j = tl.load(incl_ptr + oj, mask=live & (ks == k_inc[:, None]), other=0.0, volatile=True)
+            # maps nearest-first, each applied after the ones further back: a reverse scan's column 0
+            ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine, reverse=True)
+            win_a = tl.sum(tl.where(ks == 1, ta, 0.0), axis=1)
+            win_b = tl.sum(tl.where(ks == 1, tb, 0.0), axis=1)
+            new_a = acc_a + acc_b * win_a
+            new_b = acc_b * win_b
+            found = (done == 0) & ready & (k_inc <= W)
+            advance = (done == 0) & ready & (k_inc > W)
+            carry = tl.where(found, new_a + new_b * tl.sum(x_j, axis=1), carry)
+            acc_a = tl.where(advance, new_a, acc_a)
+            acc_b = tl.where(advance, new_b, acc_b)
+            base = tl.where(advance[:, None], base + step * W, base)
+            done = done | found
     incl = agg_a + agg_b * carry
     tl.store(incl_ptr + off, incl[:, None], mask=row_mask)
     tl.atomic_xchg(state_ptr + 1 + off, tl.full(off.shape, 2, tl.int32), mask=row_mask, sem="release")
@@ -283,13 +309,20 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 
 @triton.jit
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-              PHASE: tl.constexpr, REVERSE: tl.constexpr):
+              PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
     """One chunk: ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found
-    by look-back (``carry`` is then the value entering the first segment in scan order)."""
+    by look-back (``carry`` is then the value entering the first segment in scan order).
+
+    PHASE 2 with ONE_CHUNK: ``carry`` is the value entering the first segment, and the
+    summaries (``agg_a_ptr``/``agg_b_ptr``, W wide) are composed into the carry-in here, so
+    their loads and scan come after the tile's loads are in flight rather than before."""
+    if PHASE == 2:
+        if ONE_CHUNK:
+            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, rows, row_mask, seg, n_segs, carry, REVERSE, W)
     if PHASE == 3:
         a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REVERSE)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_in_scan_order(a, REVERSE), last_in_scan_order(b, REVERSE), carry, REVERSE)
+                           last_in_scan_order(a, REVERSE), last_in_scan_order(b, REVERSE), carry, REVERSE, W)
         out = a + b * c[:, None]
         return out, last_in_scan_order(out, REVERSE)
     else:
@@ -298,8 +331,12 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, row
 
 @triton.jit
 def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                     PHASE: tl.constexpr, REVERSE: tl.constexpr):
-    """``scan_tile_lagged`` with the PHASE 3 look-back carry (see :func:`scan_step`)."""
+                     PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
+    """``scan_tile_lagged`` with the PHASE 3 look-back carry or the deferred PHASE 2
+    carry-in (see :func:`scan_step`)."""
+    if PHASE == 2:
+        if ONE_CHUNK:
+            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, rows, row_mask, seg, n_segs, carry, REVERSE, W)
     if PHASE == 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
@@ -307,7 +344,7 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
             (beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged, reverse=REVERSE
         )
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_in_scan_order(x, REVERSE), last_in_scan_order(p, REVERSE), carry, REVERSE)
+                           last_in_scan_order(x, REVERSE), last_in_scan_order(p, REVERSE), carry, REVERSE, W)
         out = x + p * c[:, None]
         return out, y + q * c[:, None], last_in_scan_order(out, REVERSE)
     else:
