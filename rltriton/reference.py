@@ -18,7 +18,9 @@ into place before calling it):
 * flags are any dtype, nonzero meaning set.
 
 Every function returns float64 tensors (named tuples where the estimator has two
-outputs). ``rltriton``'s ``backend="reference"`` calls these and casts the results to
+outputs). The loops run on the CPU whatever device the inputs are on (a Python step per
+time index is faster there than as small GPU kernels); results come back on the device
+of the first tensor argument. ``rltriton``'s ``backend="reference"`` calls these and casts the results to
 the dtype the other backends return. Each loop is the recursion of its estimator, e.g.
 GAE's::
 
@@ -34,6 +36,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -51,6 +54,28 @@ __all__ = [
 ]
 
 _F64 = torch.float64
+
+
+def _on_cpu(fn):
+    """Run ``fn`` on CPU copies of its tensor arguments; return its outputs on the device of
+    the first tensor argument (inputs on several devices are the caller's error, as in torch)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+        device = tensors[0].device if tensors else torch.device("cpu")
+        if device.type == "cpu":
+            return fn(*args, **kwargs)
+
+        def cpu(a):
+            return a.cpu() if isinstance(a, Tensor) else a
+
+        out = fn(*(cpu(a) for a in args), **{k: cpu(v) for k, v in kwargs.items()})
+        if isinstance(out, tuple):
+            return type(out)(*(o.to(device) for o in out))
+        return out.to(device)
+
+    return wrapper
 
 
 class _Pair(NamedTuple):
@@ -101,6 +126,7 @@ def _next_state_values(
     return nv
 
 
+@_on_cpu
 def gae(
     rewards: Tensor,
     values: Tensor,
@@ -136,6 +162,7 @@ def gae(
     return _Pair(adv, adv + v)
 
 
+@_on_cpu
 def td_lambda(
     rewards: Tensor,
     values: Tensor | None = None,
@@ -174,6 +201,7 @@ def td_lambda(
     return out
 
 
+@_on_cpu
 def discounted_returns(
     rewards: Tensor,
     *,
@@ -202,6 +230,7 @@ def discounted_returns(
     return out
 
 
+@_on_cpu
 def vtrace(
     rewards: Tensor,
     values: Tensor,
@@ -260,6 +289,7 @@ def vtrace(
     return _Pair(vs, pg)
 
 
+@_on_cpu
 def retrace(
     rewards: Tensor,
     q_values: Tensor,
@@ -303,6 +333,7 @@ def retrace(
     return _Pair(out, out - v)
 
 
+@_on_cpu
 def retrace_from_action_values(
     rewards: Tensor,
     action_values: Tensor,
@@ -336,6 +367,7 @@ def _feature_view(coef: Tensor, n_feature_dims: int) -> Tensor:
     return coef.reshape(coef.shape + (1,) * n_feature_dims)
 
 
+@_on_cpu
 def eligibility_traces(
     x: Tensor,
     *,
@@ -363,6 +395,7 @@ def eligibility_traces(
     return out
 
 
+@_on_cpu
 def episodic_prefix_sum(
     x: Tensor,
     dones: Tensor,
