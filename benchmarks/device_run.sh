@@ -21,7 +21,7 @@ for stage in $stages; do
     tests) timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider 2>&1 \
              | tee "$OUT/gpu_tests.log" | grep -E "^FAILED|passed|failed" | sed 's/ - .*//' | head -40 ;;
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
-    bench) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --out "$OUT" 2>&1 \
+    bench) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
              | tail -40 ;;
     sweep) timeout 240 python3 benchmarks/sweep.py gae 2>&1 | tee "$OUT/sweep_gae.log" | grep -v "^ *skip" ;;
     *) echo "unknown stage $stage" ;;
