@@ -190,8 +190,9 @@ def test_replay_fast_launch(name):
     for seed in (1, 3, 5, 7):  # record, first replay (arms the fast path), fast replays
         case = on_gpu(make_case(name, shape, seed=seed))
         _compare(case, case(backend="reference"), f"{name} replay {seed}")
-    replays = [r for inst in _INSTANCES.values() for r in inst._replays.values()]
-    assert any(r.fast is not None for r in replays), "no replay armed its fast launch"
+    replays = [r for inst in _INSTANCES.values() for r in inst._replays.values()
+               if r.generation == launch._generation]
+    assert any(s.fast is not None for r in replays for s in r.steps), "no replay armed its fast launch"
 
     # the same signature with misaligned storage: an odd element offset into a larger buffer
     case = on_gpu(make_case(name, shape, seed=9))
@@ -208,3 +209,21 @@ def test_replay_fast_launch(name):
                {k: shifted(v) for k, v in case.kwargs.items()}, case.T)
     _compare(odd, odd(backend="reference"), f"{name} misaligned replay")
 
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_split_replay_fast_launch(name):
+    """Rows split in time replay both passes (fresh scratch summaries per call) through the
+    compiled kernels' launchers; every call's result is checked."""
+    from rltriton.assigner import _INSTANCES
+    from rltriton.kernels import launch
+
+    launch.clear_caches()
+    shape = (4, 65536)
+    assert launch.plan_for(*shape, torch.device("cuda")).segments > 1
+    for seed in (1, 3, 5, 7):
+        case = on_gpu(make_case(name, shape, seed=seed))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} split replay {seed}")
+    replays = [r for inst in _INSTANCES.values() for r in inst._replays.values()
+               if r.generation == launch._generation and len(r.steps) == 2]
+    assert replays and all(s.fast is not None for r in replays for s in r.steps)

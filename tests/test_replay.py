@@ -113,3 +113,27 @@ def test_feature_dims_are_replayed(name, monkeypatch):
     for seed in (0, 2, 4):
         _check(make_case(name, (4, 30), n_features=(3, 2), seed=seed))
     assert len(replayed) == 2
+
+
+@pytest.mark.parametrize("name", REPLAYED)
+def test_time_split_is_replayed(name, monkeypatch, poisoned):
+    """The two passes of a time split replay too, each with fresh scratch summaries; the
+    look-back pass (flags that must start zeroed) is not replayed."""
+    from rltriton.kernels import launch
+    from tests.conftest import use_small_tiles
+
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    assert launch.plan(6, 63).segments > 1
+    replayed = []
+    orig_call = launch.Replay.__call__
+    monkeypatch.setattr(launch.Replay, "__call__", lambda self, t: replayed.append(len(self.steps)) or
+                        orig_call(self, t))
+    for seed in (1, 3, 5):
+        _check(make_case(name, (6, 63), seed=seed))
+    assert replayed == [2, 2], f"expected two replays of two launches, got {replayed}"
+
+    use_small_tiles(monkeypatch, poisoned, split=True, lookback=True)
+    replayed.clear()
+    for seed in (1, 3):
+        _check(make_case(name, (6, 63), seed=seed))
+    assert replayed == []

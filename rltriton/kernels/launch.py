@@ -141,57 +141,21 @@ def clear_caches() -> None:
     plan.cache_clear()
 
 
-class Replay:
-    """One recorded single-pass launch, re-issued with new tensors of the same signature.
+class _Step:
+    """One kernel launch of a replay: the argument list with tensor slots left empty, and
+    where each slot's tensor comes from: ``(position, source, index)`` with source 0 = the
+    call's tensors, 1 = its outputs, 2 = the call's scratch buffers."""
 
-    The first replay goes through ``kernel[grid](...)`` and keeps the compiled kernel it
-    returns; later replays hand the arguments straight to that compiled kernel's launcher,
-    as ``JITFunction.run`` itself does after its checks (see :class:`_FastLaunch`)."""
+    __slots__ = ("kernel", "grid", "template", "slots", "kwargs", "fast")
 
-    __slots__ = ("kernel", "grid", "template", "slots", "kwargs", "out_dtypes", "generation", "fast")
-
-    def __init__(self, kernel, grid, template, slots, kwargs, out_dtypes) -> None:
-        self.kernel, self.grid, self.template, self.slots = kernel, grid, template, slots
-        self.kwargs, self.out_dtypes, self.generation = kwargs, out_dtypes, _generation
+    def __init__(self, kernel, grid, template, slots, kwargs) -> None:
+        self.kernel, self.grid, self.template, self.slots, self.kwargs = kernel, grid, template, slots, kwargs
         self.fast: _FastLaunch | None = None
 
-    @staticmethod
-    def build(records: list, tensors: tuple, outs: tuple[Tensor, ...]) -> Replay | None:
-        """A replay of the one launch in ``records`` when every tensor argument is one of the
-        call's ``tensors`` (by position) or one of its outputs, and the outputs are laid out
-        as ``empty_like(tensors[0])`` lays them out; else None."""
-        if len(records) != 1 or records[0] is None:
-            return None
-        kernel, grid, args, kwargs = records[0]
-        ids_in: dict[int, int] = {}
-        for i, t in enumerate(tensors):
-            if t is not None:
-                if id(t) in ids_in:  # one tensor in two slots: positions would be ambiguous
-                    return None
-                ids_in[id(t)] = i
-        ids_out = {id(o): j for j, o in enumerate(outs)}
-        like = tensors[0]
-        if any(o.shape != like.shape or o.stride() != like.stride() for o in outs):
-            return None
-        template = list(args)
-        slots = []
-        for k, a in enumerate(args):
-            if isinstance(a, Tensor):
-                if id(a) in ids_out:
-                    slots.append((k, True, ids_out[id(a)]))
-                elif id(a) in ids_in:
-                    slots.append((k, False, ids_in[id(a)]))
-                else:  # a view or a scratch buffer made for this call
-                    return None
-                template[k] = None
-        return Replay(kernel, grid, template, tuple(slots), kwargs, tuple(o.dtype for o in outs))
-
-    def __call__(self, tensors: tuple) -> tuple[Tensor, ...]:
-        like = tensors[0]
-        outs = tuple(empty_like(like, dtype=d) for d in self.out_dtypes)
+    def __call__(self, sources: tuple) -> None:
         args = self.template.copy()
-        for k, is_out, j in self.slots:
-            args[k] = outs[j] if is_out else tensors[j]
+        for k, src, j in self.slots:
+            args[k] = sources[src][j]
         fast = self.fast
         if fast is not None and fast.accepts(args):
             fast(args)
@@ -199,6 +163,68 @@ class Replay:
             compiled = self.kernel[self.grid](*args, **self.kwargs)
             if fast is None:
                 self.fast = _FastLaunch.make(self.kernel, compiled, self.grid, args, self.kwargs, self.slots)
+
+
+class Replay:
+    """The recorded launches of one call (one pass, or the two passes of a time split),
+    re-issued with new tensors of the same signature; a split's scratch buffers are made
+    afresh for each call (so calls on different streams never share them).
+
+    The first replay of a launch goes through ``kernel[grid](...)`` and keeps the compiled
+    kernel it returns; later replays hand the arguments straight to that compiled kernel's
+    launcher, as ``JITFunction.run`` itself does after its checks (see :class:`_FastLaunch`)."""
+
+    __slots__ = ("steps", "scratch", "out_dtypes", "generation")
+
+    def __init__(self, steps: tuple[_Step, ...], scratch: tuple, out_dtypes: tuple) -> None:
+        self.steps, self.scratch, self.out_dtypes, self.generation = steps, scratch, out_dtypes, _generation
+
+    @staticmethod
+    def build(records: list, tensors: tuple, outs: tuple[Tensor, ...]) -> Replay | None:
+        """A replay of the launches in ``records`` (one entry of :func:`_launch`) when every
+        tensor argument is one of the call's ``tensors`` (by position), one of its outputs, or
+        one of the scratch buffers made for the call, and the outputs are laid out as
+        ``empty_like(tensors[0])`` lays them out; else None."""
+        if len(records) != 1 or records[0] is None:
+            return None
+        specs, scratch = records[0]
+        ids_in: dict[int, int] = {}
+        for i, t in enumerate(tensors):
+            if t is not None:
+                if id(t) in ids_in:  # one tensor in two slots: positions would be ambiguous
+                    return None
+                ids_in[id(t)] = i
+        ids_out = {id(o): j for j, o in enumerate(outs)}
+        ids_tmp = {id(b): j for j, b in enumerate(scratch)}
+        like = tensors[0]
+        if any(o.shape != like.shape or o.stride() != like.stride() for o in outs):
+            return None
+        steps = []
+        for kernel, grid, args, kwargs in specs:
+            template = list(args)
+            slots = []
+            for k, a in enumerate(args):
+                if isinstance(a, Tensor):
+                    if id(a) in ids_out:
+                        slots.append((k, 1, ids_out[id(a)]))
+                    elif id(a) in ids_in:
+                        slots.append((k, 0, ids_in[id(a)]))
+                    elif id(a) in ids_tmp:
+                        slots.append((k, 2, ids_tmp[id(a)]))
+                    else:  # a view made for this call
+                        return None
+                    template[k] = None
+            steps.append(_Step(kernel, grid, template, tuple(slots), kwargs))
+        layout = tuple((b.shape, b.dtype, b.device) for b in scratch)
+        return Replay(tuple(steps), layout, tuple(o.dtype for o in outs))
+
+    def __call__(self, tensors: tuple) -> tuple[Tensor, ...]:
+        like = tensors[0]
+        outs = tuple(empty_like(like, dtype=d) for d in self.out_dtypes)
+        tmp = tuple(torch.empty(shape, dtype=dt, device=dev) for shape, dt, dev in self.scratch)
+        sources = (tensors, outs, tmp)
+        for step in self.steps:
+            step(sources)
         return outs
 
 
@@ -268,17 +294,17 @@ def record(fn, tensors: tuple) -> tuple[tuple[Tensor, ...], Replay | None]:
 
 
 def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype,
-                 device) -> tuple[list[tuple], bool]:
-    """The kernel launches of one call, as ``(kernel, grid, args, kwargs)``, and whether
-    they use scratch buffers made here: one pass (PHASE 0), the two passes of the time
-    split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
+                 device) -> tuple[list[tuple], list[Tensor] | None]:
+    """The kernel launches of one call, as ``(kernel, grid, args, kwargs)``, and the scratch
+    buffers made for them (None: some cannot be remade by a replay): one pass (PHASE 0),
+    the two passes of the time split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
                   ONE_CHUNK=pl.seg_len <= pl.block_t, **meta)
     if pl.segments == 1:
         full = [*args, T, pl.seg_len, args[0], args[0], args[0], args[0]]
-        return [(kernel, (rows_grid, 1), full, dict(PHASE=0, S_BLOCK=1, **common))], False
+        return [(kernel, (rows_grid, 1), full, dict(PHASE=0, S_BLOCK=1, **common))], []
     if pl.lookback:
         # state[0]: ticket counter; state[1 + row * segments + seg]: 0 / 1 aggregate / 2 inclusive
         state = torch.zeros(1 + lanes * pl.segments, dtype=torch.int32, device=device)
@@ -286,22 +312,22 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
         full = [*args, T, pl.seg_len, maps[0], maps[1], maps[2], state]
         # S_BLOCK: the look-back window, at least one element per thread (as below)
         window = max(32, 32 * pl.num_warps // pl.block_n)
-        return [(kernel, (rows_grid * pl.segments, 1), full, dict(PHASE=3, S_BLOCK=window, **common))], True
+        # not replayable: the flags must start zeroed, and the maps are views of one buffer
+        return [(kernel, (rows_grid * pl.segments, 1), full, dict(PHASE=3, S_BLOCK=window, **common))], None
     sum_a = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     sum_b = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
     grid = (rows_grid, pl.segments)
     # the summary tile of the carry-in scan also needs an element per thread
     s_block = max(_next_pow2(pl.segments), 32 * pl.num_warps)
     full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
-    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, **common)) for phase in (1, 2)], True
+    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, **common)) for phase in (1, 2)], [sum_a, sum_b]
 
 
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
     """Issue the launches of :func:`launch_specs`; record a replayable one for :func:`record`."""
     specs, scratch = launch_specs(kernel, lanes, T, pl, args, meta, dtype, device)
     if _recorder is not None:
-        # several launches or scratch buffers: not replayable
-        _recorder.append(specs[0] if len(specs) == 1 and not scratch else None)
+        _recorder.append((specs, scratch) if scratch is not None else None)
     for k, grid, a, kw in specs:
         k[grid](*a, **kw)
 
