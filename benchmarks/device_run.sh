@@ -3,7 +3,7 @@
 # call vs a bare launch of the same kernel) and the side-by-side harness, each time-boxed so
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
-#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep]      # default: tests probe bench
+#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm]   # default: tests probe bench
 #
 # Carry `.whl` and `.peers` with the call (git-ignored; benchmarks/README.md says how to make
 # them) so TorchRL and rl-triton are benchmarked too.
@@ -24,6 +24,8 @@ for stage in $stages; do
     bench) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
              | tail -40 ;;
     sweep) timeout 240 python3 benchmarks/sweep.py gae 2>&1 | tee "$OUT/sweep_gae.log" | grep -v "^ *skip" ;;
+    sweep-tm) SWEEP_TIME_MAJOR=1 timeout 240 python3 benchmarks/sweep.py gae 2>&1 | tee "$OUT/sweep_gae_tm.log" \
+             | grep -v "^ *skip" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

@@ -1,6 +1,7 @@
 """Sweep launch plans (tile, warps, time segments) against the streaming floor.
 
     python benchmarks/sweep.py [estimator] [RxT,RxT,...] > sweep.txt     # on a GPU machine
+    SWEEP_TIME_MAJOR=1 python benchmarks/sweep.py gae                  # CleanRL's [T, N] storage
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan`` and a set of
 forced plans (CUDA-graph device time), and prints the best one. Used to set the plan
@@ -31,6 +32,22 @@ def gpu(case):
 def candidates(R: int, T: int):
     p2 = 1 << (max(T, 1) - 1).bit_length()
     out = []
+    if TIME_MAJOR:
+        # rows are contiguous: tiles of several rows (8 float32 rows = one 32-byte sector per
+        # step) and short chunks, split in time when the row blocks alone are too few
+        for bn in (8, 16, 32, 64):
+            bt = min(p2, max(32, 2048 // bn))
+            n_chunks = -(-T // bt)
+            programs = -(-R // bn)
+            for w in (2, 4, 8):
+                if bn * bt < 32 * w:
+                    continue
+                out.append(launch.Plan(bn, bt, w, 1, n_chunks * bt))
+                s = min(n_chunks, -(-2 * 132 // programs))
+                if s > 1:
+                    per = -(-n_chunks // s)
+                    out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt))
+        return out
     if T <= 128:
         for tile, w in ((256, 1), (256, 2), (512, 2), (1024, 4), (2048, 4), (2048, 8)):
             out.append(launch.Plan(max(1, tile // p2), p2, w, 1, p2))
@@ -55,6 +72,7 @@ def candidates(R: int, T: int):
 
 
 VERBOSE = bool(os.environ.get("SWEEP_VERBOSE"))
+TIME_MAJOR = bool(os.environ.get("SWEEP_TIME_MAJOR"))
 SHAPES = [(32768, 8), (16384, 16), (8192, 32), (32768, 64), (4096, 128), (16384, 512), (4096, 512), (4096, 2048),
           (512, 512), (512, 2048), (512, 4096), (256, 1024), (128, 1024), (64, 512), (64, 65536), (16, 262144),
           (1, 1048576)]
@@ -68,9 +86,10 @@ def main() -> None:
     orig = launch.plan_for
     print(f"{'shape':>14} {'floor':>7} {'default':>8} {'best':>7} {'ratio':>6}  best plan / default plan")
     for shape in shapes:
-        case = gpu(make_case(name, shape, flags="terminated", seed=0))
+        case = gpu(make_case(name, shape, flags="terminated", seed=0, time_major=TIME_MAJOR))
+        step_shape = torch.Size(shape[::-1] if TIME_MAJOR else shape)
         per_step = [x for x in list(case.args) + list(case.kwargs.values())
-                    if isinstance(x, torch.Tensor) and x.shape == torch.Size(shape)]
+                    if isinstance(x, torch.Tensor) and x.shape == step_shape]
         n_out = len(case(backend="triton"))
         floor = device_time_us(stream_floor(per_step[:6], [torch.empty(shape, device="cuda") for _ in range(n_out)]))
         launch.plan_for = orig
