@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import rltriton as rt
-from tests.rollouts import ESTIMATORS, Case, assert_matches, make_case, to_time_major
+from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case, to_time_major
 
 pytestmark = pytest.mark.gpu
 
@@ -58,7 +58,12 @@ def _compare(case: Case, ref: tuple[torch.Tensor, ...], what: str) -> None:
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", CLASSIC + MASSIVE, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_grid(shape, name, dtype):
-    case = make_case(name, shape, dtype=dtype, seed=shape[0] + shape[1])
+    """Every shape of the grid; the bootstrap form (none, last_value, bootstrap_values,
+    next_values) and the flag dtype rotate with the shape, so each form runs at production
+    shapes on the compiled kernels (the interpreter tests cover every form at every layout)."""
+    k = (CLASSIC + MASSIVE).index(shape)
+    case = make_case(name, shape, dtype=dtype, seed=shape[0] + shape[1], bootstrap=BOOTSTRAP_FORMS[k % 4],
+                     flag_dtype=(torch.bool, torch.uint8, torch.float32)[k % 3])
     ref = case(backend="reference")
     _compare(on_gpu(case), ref, f"{name} {shape} {dtype}")
     tm = on_gpu(to_time_major(case))
