@@ -184,6 +184,11 @@ def sync() -> None:
 
 
 def one_call_us(fn) -> float:
+    """Wall time of one warm call. The first call is not timed: for the floor it is the
+    first call at all (its Triton compile), and a compile-length time here made the plan
+    treat it as slow (one call per CUDA graph, so graph-launch latency counted as device
+    time: a 12-19 us floor for 2.6 us of work in the first row of a run)."""
+    fn()
     sync()
     a = time.perf_counter()
     fn()
