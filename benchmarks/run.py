@@ -84,6 +84,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="output folder")
     p.add_argument("--tag", default="", help="extra suffix for the output file names")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16"),
+                   help="dtype of every floating-point input (outputs stay float32; the oracle reads the "
+                        "rounded inputs in float64)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--from-json", default="", metavar="PATH",
                    help="only re-render the markdown and plots of an earlier run's JSON (next to it, or in --out)")
@@ -307,6 +310,9 @@ def run_row(est: str, shape: tuple[int, int], cat: str, status, seed: int) -> di
     t_start = time.perf_counter()
     ro = P.make_rollout(est, N, T, device=dev, truncations=ARGS.truncations, gamma=ARGS.gamma, lam=ARGS.lam,
                         seed=seed)
+    if ARGS.dtype != "fp32":
+        dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[ARGS.dtype]
+        ro.t = {k: (v.to(dt) if v.is_floating_point() else v) for k, v in ro.t.items()}
     oracle = "torch64" if cat == "long" else "reference"
     row["oracle"] = {"reference": "rt.reference (float64, CPU)",
                      "torch64": "rltriton torch backend in float64 on the device"}[oracle]
@@ -764,6 +770,8 @@ def main() -> int:
     date = _dt.date.today().isoformat()
     gname = gpu_name()
     stem_name = f"{date}-{slug(gname)}-{grid_tag}{'-trunc' if ARGS.truncations else ''}"
+    if ARGS.dtype != "fp32":
+        stem_name += f"-{ARGS.dtype}"
     if ARGS.tag:
         stem_name += f"-{slug(ARGS.tag)}"
     stem = out_dir / stem_name
