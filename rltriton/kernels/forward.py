@@ -61,7 +61,7 @@ def forward_kernel(
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        ts = segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T, False)
+        ts = segment_chunk(seg, SEG, i, BLOCK_T)
         mask = lane_mask & (ts < T)
         x = tl.load(x_ptr + rows * s_x_n + ts * s_x_t + feats * s_x_f, mask=mask, other=0.0).to(DT)
         beta = tl.full(x.shape, 1.0, DT)
@@ -78,7 +78,7 @@ def forward_kernel(
         alpha = tl.where(mask, x, 0.0)
         beta = tl.where(mask, beta, 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(alpha, beta, False)
+            ca, cb = chunk_map(alpha, beta)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             z, carry = scan_step(

@@ -7,9 +7,17 @@ previous chunk of the same rows in scan order, so a program walks any number of 
 with fixed registers, and any T works.
 
 Combine: with ``acc`` the composition of the elements already scanned and ``new`` the
-next element in scan order, ``new ∘ acc = (a_new + b_new a_acc, b_new b_acc)``. The
-same function serves both directions: ``reverse=True`` feeds the elements from the
-highest time index down (backward estimators), ``reverse=False`` from 0 up.
+next element in scan order, ``new ∘ acc = (a_new + b_new a_acc, b_new b_acc)``.
+
+Tiles are always held in **scan order**, so every scan here is a forward
+``tl.associative_scan``: Triton lowers ``reverse=True`` as a flip, scan, flip, and each flip
+costs log2(32) butterfly shuffles per element and value (92 shuffles per thread for a
+[1, 512] tile of (alpha, beta) on 4 warps, against 12 forward; the kernels are bound by
+that shuffle/shared-memory pipe). A backward estimator loads its chunk as groups of
+``G = 4`` steps in descending order, each group ascending in memory (one vector load per
+thread, see :func:`chunk_times`), works on that ``[BN, BT/G, G]`` "group form", and turns
+it into the scan-ordered ``[BN, BT]`` tile only around the scan (:func:`scan_order`,
+:func:`group_order`: a flip inside each thread's group and a reshape, no data movement).
 """
 
 from __future__ import annotations
@@ -36,37 +44,61 @@ def affine_combine_lagged(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new
 
 
 @triton.jit
-def last_in_scan_order(x, REVERSE: tl.constexpr):
-    """Column 0 (reverse) or the last column (forward) of a [BN, BT] tile, as [BN]."""
+def last_column(x):
+    """The last column of a [BN, BT] tile (the last element in scan order), as [BN]."""
     BT: tl.constexpr = x.shape[1]
     cols = tl.arange(0, BT)[None, :]
-    pick = cols == 0 if REVERSE else cols == BT - 1
-    return tl.sum(tl.where(pick, x, 0.0), axis=1)
+    return tl.sum(tl.where(cols == BT - 1, x, 0.0), axis=1)
 
 
 @triton.jit
-def scan_tile(alpha, beta, carry, REVERSE: tl.constexpr):
-    """Scan a [BN, BT] tile of (alpha, beta) along time from the per-row ``carry`` [BN].
-
-    Returns the tile of states and the carry for the next chunk in scan order.
-    """
-    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REVERSE)
+def scan_tile(alpha, beta, carry):
+    """Scan a [BN, BT] tile of (alpha, beta), columns in scan order, from the per-row
+    ``carry`` [BN]. Returns the tile of states and the carry for the next chunk."""
+    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine)
     out = a + b * carry[:, None]
-    return out, last_in_scan_order(out, REVERSE)
+    return out, last_column(out)
 
 
 @triton.jit
-def scan_tile_lagged(alpha, beta, carry, REVERSE: tl.constexpr):
-    """Backward scan that also returns, at each t, the state at t+1 (the carry at the
-    last step of the tile). Returns ``(D_t, D_{t+1}, new carry)``."""
+def scan_tile_lagged(alpha, beta, carry):
+    """:func:`scan_tile` that also returns, at each column, the state one column earlier
+    in scan order (for a backward estimator, the state at t+1; the carry at the first
+    column). Returns ``(D_t, D_{t+1}, new carry)``."""
     one = tl.full(alpha.shape, 1.0, alpha.dtype)
     zero = tl.zeros(alpha.shape, alpha.dtype)
-    p, q, x, y = tl.associative_scan(
-        (beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged, reverse=REVERSE
-    )
+    p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged)
     c = carry[:, None]
     out = x + p * c
-    return out, y + q * c, last_in_scan_order(out, REVERSE)
+    return out, y + q * c, last_column(out)
+
+
+@triton.jit
+def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr):
+    """Times [1, BT/G, G] (int64) of the i-th chunk in scan order of segment ``seg`` of a
+    backward estimator, in group form: group g holds steps ``t_hi - G g - (G-1) ...
+    t_hi - G g`` (ascending within the group, so a thread's group is one vector load), with
+    ``t_hi`` the chunk's last step. ``scan_order`` of this is ``t_hi - j`` at column j."""
+    G: tl.constexpr = 4 if BLOCK_T >= 4 else BLOCK_T
+    c = n_chunks - 1 - i
+    t_hi = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T + (BLOCK_T - 1)
+    g = tl.arange(0, BLOCK_T // G).to(tl.int64)[None, :, None]
+    k = tl.arange(0, G).to(tl.int64)[None, None, :]
+    return t_hi - (G - 1) - G * g + k
+
+
+@triton.jit
+def scan_order(x):
+    """A [BN, BT/G, G] group-form tile (see :func:`chunk_times`) as [BN, BT] in scan order."""
+    BN: tl.constexpr = x.shape[0]
+    BT: tl.constexpr = x.shape[1] * x.shape[2]
+    return tl.reshape(tl.flip(x, 2), [BN, BT])
+
+
+@triton.jit
+def group_order(x, like):
+    """The inverse of :func:`scan_order`: [BN, BT] back to the group form of ``like``."""
+    return tl.flip(tl.reshape(x, like.shape), 2)
 
 
 @triton.jit
@@ -146,10 +178,10 @@ def next_state_values(
 
 
 @triton.jit
-def chunk_map(alpha, beta, REVERSE: tl.constexpr):
+def chunk_map(alpha, beta):
     """The composed map (A, B) of a whole [BN, BT] tile in scan order, as two [BN]."""
-    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REVERSE)
-    return last_in_scan_order(a, REVERSE), last_in_scan_order(b, REVERSE)
+    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine)
+    return last_column(a), last_column(b)
 
 
 @triton.jit
@@ -164,32 +196,30 @@ def segment_carry_in(
 ):
     """The carry entering segment ``seg`` of each row: the composition of the summaries
     of every segment before it in scan order (after it in time for REVERSE) applied to
-    ``init`` [BN]. Summaries are [R, n_segs] row-major; rows is [BN, 1]."""
-    segs = tl.arange(0, S_BLOCK)[None, :]
+    ``init`` [BN]. Summaries are [R, n_segs] row-major; rows is [BN, 1]. Column j of the
+    scanned tile is the j-th segment in scan order (a forward scan, see the module doc)."""
+    cols = tl.arange(0, S_BLOCK)[None, :]
     if REVERSE:
-        use = (segs > seg) & (segs < n_segs)
-        pick = segs == seg + 1
+        segs = n_segs - 1 - cols
+        k = n_segs - 1 - seg  # position of this segment in scan order
     else:
-        use = segs < seg
-        pick = segs == seg - 1
-    m = row_mask & use
+        segs = cols
+        k = seg
+    m = row_mask & (cols < k)
     a = tl.load(sum_a_ptr + rows * n_segs + segs, mask=m, other=0.0)
     b = tl.load(sum_b_ptr + rows * n_segs + segs, mask=m, other=1.0)
-    ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine, reverse=REVERSE)
+    ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine)
+    pick = cols == k - 1
     sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
     sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
-    first = seg == n_segs - 1 if REVERSE else seg == 0
-    return tl.where(first, init, sel_a + sel_b * init)
+    return tl.where(k == 0, init, sel_a + sel_b * init)
 
 
 @triton.jit
-def segment_chunk(seg, SEG, T, i, n_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
-    """Time indices [1, BLOCK_T] (int64) of the i-th chunk of segment ``seg`` in scan order."""
-    if REVERSE:
-        c = n_chunks - 1 - i
-    else:
-        c = i
-    return tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+def segment_chunk(seg, SEG, i, BLOCK_T: tl.constexpr):
+    """Time indices [1, BLOCK_T] (int64) of the i-th chunk of segment ``seg`` of a forward
+    estimator (ascending: already scan order; backward estimators use :func:`chunk_times`)."""
+    return tl.cast(seg, tl.int64) * SEG + tl.cast(i, tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
 
 
 # --- single pass: decoupled look-back ---------------------------------------------------
@@ -265,7 +295,7 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
         tl.store(agg_b_ptr + off, agg_b[:, None], mask=row_mask)
         tl.atomic_xchg(state_ptr + 1 + off, tl.full(off.shape, 1, tl.int32), mask=row_mask, sem="release")
         step = 1 if REVERSE else -1
-        ks = tl.arange(0, W)[None, :] + 1  # [1, W]: how far back
+        ks = W - tl.arange(0, W)[None, :]  # [1, W]: how far back, farthest first (scan order)
         acc_a = tl.zeros(agg_a.shape, agg_a.dtype)  # composition of the windows passed
         acc_b = tl.full(agg_a.shape, 1.0, agg_a.dtype)
         carry = tl.zeros(agg_a.shape, agg_a.dtype)
@@ -288,10 +318,10 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
             a_j = tl.load(agg_a_ptr + oj, mask=live & before, other=0.0, volatile=True)
             b_j = tl.load(agg_b_ptr + oj, mask=live & before, other=1.0, volatile=True)
             x_j = tl.load(incl_ptr + oj, mask=live & (ks == k_inc[:, None]), other=0.0, volatile=True)
-            # maps nearest-first, each applied after the ones further back: a reverse scan's column 0
-            ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine, reverse=True)
-            win_a = tl.sum(tl.where(ks == 1, ta, 0.0), axis=1)
-            win_b = tl.sum(tl.where(ks == 1, tb, 0.0), axis=1)
+            # each map applied after the ones further back: the last column of a forward scan
+            ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine)
+            win_a = last_column(ta)
+            win_b = last_column(tb)
             new_a = acc_a + acc_b * win_a
             new_b = acc_b * win_b
             found = (done == 0) & ready & (k_inc <= W)
@@ -310,8 +340,9 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 @triton.jit
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
-    """One chunk: ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found
-    by look-back (``carry`` is then the value entering the first segment in scan order).
+    """One chunk (a [BN, BT] tile in scan order): ``scan_tile`` from ``carry`` (PHASE 0/2),
+    or, in PHASE 3, the carry found by look-back (``carry`` is then the value entering the
+    first segment in scan order). ``REVERSE``: segments are taken from the end of the row.
 
     PHASE 2 with ONE_CHUNK: ``carry`` is the value entering the first segment, and the
     summaries (``agg_a_ptr``/``agg_b_ptr``, W wide) are composed into the carry-in here, so
@@ -320,13 +351,13 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, row
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, rows, row_mask, seg, n_segs, carry, REVERSE, W)
     if PHASE == 3:
-        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REVERSE)
+        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_in_scan_order(a, REVERSE), last_in_scan_order(b, REVERSE), carry, REVERSE, W)
+                           last_column(a), last_column(b), carry, REVERSE, W)
         out = a + b * c[:, None]
-        return out, last_in_scan_order(out, REVERSE)
+        return out, last_column(out)
     else:
-        return scan_tile(alpha, beta, carry, REVERSE)
+        return scan_tile(alpha, beta, carry)
 
 
 @triton.jit
@@ -340,12 +371,10 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
     if PHASE == 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
-        p, q, x, y = tl.associative_scan(
-            (beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged, reverse=REVERSE
-        )
+        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_in_scan_order(x, REVERSE), last_in_scan_order(p, REVERSE), carry, REVERSE, W)
+                           last_column(x), last_column(p), carry, REVERSE, W)
         out = x + p * c[:, None]
-        return out, y + q * c[:, None], last_in_scan_order(out, REVERSE)
+        return out, y + q * c[:, None], last_column(out)
     else:
-        return scan_tile_lagged(alpha, beta, carry, REVERSE)
+        return scan_tile_lagged(alpha, beta, carry)
