@@ -1,0 +1,102 @@
+"""Compile rltriton's kernels for sm_90 on any machine (no GPU: Triton's wheel carries
+ptxas) and count, per thread, the instructions of the pipe the kernels are bound by:
+
+    python benchmarks/ptx_counts.py
+
+shfl (warp shuffles), lds/sts (shared memory), ldg (global loads), v4 (vector global
+loads and stores) and cvt (layout conversions in the TTGIR), for each backward kernel under
+several plans and phases, float64 and bf16 inputs, and the forward kernel. Used to find
+that ``tl.associative_scan(reverse=True)`` costs 92 shuffles per thread where a forward
+scan costs 12 (benchmarks/results/2026-11-29-h200-sessionlog.md); a static guide, not a
+timing: the H200 decides.
+"""
+import re
+import sys
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+from rltriton.kernels import backward as B  # noqa: E402
+from rltriton.kernels import forward as F  # noqa: E402
+
+TARGET = GPUTarget("cuda", 90, 32)
+FLAGS = ("term_ptr", "trunc_ptr")
+
+
+def build(kernel, consts, warps, ptr_types=None):
+    names = kernel.arg_names
+    sig, attrs, cf = {}, {}, {}
+    for i, n in enumerate(names):
+        if n in consts:
+            sig[n] = "constexpr"
+            cf[(i,)] = consts[n]
+        elif n.endswith("_ptr"):
+            default = "*i1" if n in FLAGS else {"act_ptr": "*i64", "state_ptr": "*i32"}.get(n, "*fp32")
+            sig[n] = (ptr_types or {}).get(n, default)
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        elif n.endswith(("_hi", "_lo")):
+            sig[n] = "fp32"
+        elif n.startswith("s_") and n.endswith(("_t",)):
+            sig[n] = "constexpr"
+            cf[(i,)] = 1
+        else:
+            sig[n] = "i32"
+            if n in ("R", "T", "SEG") or (n.startswith("s_") and n.endswith("_n")):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    k = triton.compile(ASTSource(kernel, sig, cf, attrs), target=TARGET, options=dict(num_warps=warps))
+    ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
+    return {"shfl": len(re.findall(r"\bshfl\.", ptx)), "lds": len(re.findall(r"\bld\.shared", ptx)),
+            "sts": len(re.findall(r"\bst\.shared", ptx)), "ldg": len(re.findall(r"\bld\.global", ptx)),
+            "v4": len(re.findall(r"\b(?:ld|st)\.global[.a-z0-9]*\.v4", ptx)), "cvt": ttgir.count("convert_layout"),
+            "reverse_scans": ttgir.count("reverse = true")}
+
+
+BASE = dict(HAS_TERM=True, HAS_TRUNC=True, NV_MODE=2, G_TENSOR=False, L_TENSOR=False, DT=tl.float32)
+
+def static_checks() -> dict[str, dict]:
+    """The configurations ``tests/test_kernels_static.py`` checks (it runs this module in a
+    subprocess: under ``TRITON_INTERPRET=1`` kernels are interpreted, not compiled)."""
+    out = {}
+    kernels = {"gae": (B.gae_kernel, {}), "td_lambda": (B.td_lambda_kernel, {"HAS_VALUES": True}),
+               "vtrace": (B.vtrace_kernel, {}), "retrace": (B.retrace_kernel, {"ACTION_FORM": False}),
+               "retrace_av": (B.retrace_kernel, {"ACTION_FORM": True})}
+    for name, (kern, extra) in kernels.items():
+        consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
+        out[name] = build(kern, consts, 4)
+    for phase in (1, 2):
+        consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
+        out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)
+    consts = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32, BLOCK_N=1,
+                  BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
+    out["traces"] = build(F.forward_kernel, consts, 4)
+    return out
+
+
+if __name__ == "__main__" and "--json" in sys.argv:
+    import json
+
+    print(json.dumps(static_checks()))
+elif __name__ == "__main__":
+    plans = [(1, 512, 4, 0, True, 1), (32, 8, 2, 0, True, 1), (1, 1024, 8, 0, False, 1), (1, 2048, 8, 1, True, 256),
+             (1, 2048, 8, 2, True, 256), (1, 1024, 8, 3, True, 256)]
+    cases = [("gae", B.gae_kernel, {}), ("td_lambda", B.td_lambda_kernel, {"HAS_VALUES": True}),
+             ("vtrace", B.vtrace_kernel, {}), ("retrace", B.retrace_kernel, {"ACTION_FORM": False}),
+             ("retrace_av", B.retrace_kernel, {"ACTION_FORM": True})]
+    for name, kern, extra in cases:
+        for bn, bt, w, phase, one, sb in plans:
+            consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": phase, "S_BLOCK": sb, "ONE_CHUNK": one}
+            try:
+                st = build(kern, consts, w)
+            except Exception as e:  # noqa: BLE001
+                st = f"FAILED {type(e).__name__}: {str(e)[:200]}"
+            print(f"{name:<11} [{bn:>2},{bt:>4}] w{w} P{phase} one={int(one)}  {st}", flush=True)
+    for dt, pt in ((tl.float64, "*fp64"), (tl.float32, "*bf16")):
+        consts = {**BASE, "DT": dt, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
+        types = {n: pt for n in B.gae_kernel.arg_names if n.endswith("_ptr") and n not in FLAGS}
+        print("gae", dt, pt, build(B.gae_kernel, consts, 4, types))
+    consts = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32, BLOCK_N=1,
+                  BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
+    print("traces", build(F.forward_kernel, consts, 4))

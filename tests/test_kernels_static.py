@@ -1,0 +1,47 @@
+"""Static properties of the compiled kernels: Triton builds them for sm_90 on the CPU (its
+wheel carries ptxas), so CI checks what the H200 will run without a GPU. The build runs in
+a subprocess (``benchmarks/ptx_counts.py --json``) because under ``TRITON_INTERPRET=1`` the
+kernels of this process are interpreted, not compiled.
+
+The scans must not use ``tl.associative_scan(reverse=True)``: Triton lowers it as flip,
+scan, flip, 7.7x the warp shuffles of a forward scan, on the pipe the kernels are bound by
+(see rltriton/kernels/scan.py). And loads and stores must stay vector accesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# per thread, [1, 512] on 4 warps, Triton 3.8: a forward scan of (alpha, beta) takes 12
+# shuffles (V-trace's four-value lagged scan 24); the reverse scans took 92
+MAX_SHUFFLES = {"vtrace": 40}
+
+
+@pytest.fixture(scope="module")
+def counts() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ptx_counts.py"), "--json"], env=env,
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
+def test_backward_kernels_scan_forward_with_vector_access(counts, name):
+    st = counts[name]
+    assert st["reverse_scans"] == 0, st
+    assert st["shfl"] <= MAX_SHUFFLES.get(name, 20), st
+    assert st["v4"] >= 2, st  # rewards and the stores (at least) stay 16-byte accesses
+    assert st["cvt"] == 0, st
+
+
+@pytest.mark.parametrize("name", ["gae_phase1", "gae_phase2", "traces"])
+def test_split_passes_and_forward_kernel_scan_forward(counts, name):
+    assert counts[name]["reverse_scans"] == 0, counts[name]
