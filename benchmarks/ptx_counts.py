@@ -39,7 +39,9 @@ def build(kernel, consts, warps, ptr_types=None):
             attrs[(i,)] = [["tt.divisibility", 16]]
         elif n.endswith(("_hi", "_lo")):
             sig[n] = "fp32"
-        elif n.startswith("s_") and n.endswith(("_t",)):
+        elif (n.startswith("s_") and n.endswith(("_t", "_f"))) or n == "F":
+            # Triton specialises integer arguments equal to 1: unit time strides, and for the
+            # forward kernel one feature column (no trailing feature dims)
             sig[n] = "constexpr"
             cf[(i,)] = 1
         else:

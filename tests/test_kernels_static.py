@@ -33,8 +33,8 @@ def counts() -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
-def test_backward_kernels_scan_forward_with_vector_access(counts, name):
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av", "traces"])
+def test_kernels_scan_forward_with_vector_access(counts, name):
     st = counts[name]
     assert st["reverse_scans"] == 0, st
     assert st["shfl"] <= MAX_SHUFFLES.get(name, 20), st
@@ -42,6 +42,6 @@ def test_backward_kernels_scan_forward_with_vector_access(counts, name):
     assert st["cvt"] == 0, st
 
 
-@pytest.mark.parametrize("name", ["gae_phase1", "gae_phase2", "traces"])
-def test_split_passes_and_forward_kernel_scan_forward(counts, name):
+@pytest.mark.parametrize("name", ["gae_phase1", "gae_phase2"])
+def test_split_passes_scan_forward(counts, name):
     assert counts[name]["reverse_scans"] == 0, counts[name]
