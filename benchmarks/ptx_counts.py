@@ -1,7 +1,8 @@
 """Compile rltriton's kernels for sm_90 on any machine (no GPU: Triton's wheel carries
 ptxas) and count, per thread, the instructions of the pipe the kernels are bound by:
 
-    python benchmarks/ptx_counts.py
+    python benchmarks/ptx_counts.py                 # backward and forward kernels, several plans
+    python benchmarks/ptx_counts.py --time-major    # GAE on [T, N] storage
 
 shfl (warp shuffles), lds/sts (shared memory), ldg (global loads), v4 (vector global
 loads and stores) and cvt (layout conversions in the TTGIR), for each backward kernel under
@@ -26,13 +27,22 @@ TARGET = GPUTarget("cuda", 90, 32)
 FLAGS = ("term_ptr", "trunc_ptr")
 
 
-def build(kernel, consts, warps, ptr_types=None):
+def build(kernel, consts, warps, ptr_types=None, time_major=False):
+    """Compile ``kernel`` for sm_90 with Triton's usual specialisations (16-divisible
+    pointers, sizes and row strides; unit time strides, or with ``time_major`` unit row
+    strides and 16-divisible time strides) and count instructions per thread."""
     names = kernel.arg_names
     sig, attrs, cf = {}, {}, {}
     for i, n in enumerate(names):
         if n in consts:
             sig[n] = "constexpr"
             cf[(i,)] = consts[n]
+        elif time_major and n.startswith("s_") and n.endswith("_t"):
+            sig[n] = "i32"
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        elif time_major and n.startswith("s_") and n.endswith("_n") and n != "s_lv_n":
+            sig[n] = "constexpr"
+            cf[(i,)] = 1
         elif n.endswith("_ptr"):
             default = "*i1" if n in FLAGS else {"act_ptr": "*i64", "state_ptr": "*i32"}.get(n, "*fp32")
             sig[n] = (ptr_types or {}).get(n, default)
@@ -81,6 +91,11 @@ if __name__ == "__main__" and "--json" in sys.argv:
     import json
 
     print(json.dumps(static_checks()))
+elif __name__ == "__main__" and "--time-major" in sys.argv:
+    # CleanRL's [T, N] storage: rows are the contiguous axis
+    for bn, bt, w in [(1, 512, 4), (4, 64, 2), (32, 8, 2), (32, 64, 4), (64, 32, 4), (128, 8, 4), (256, 8, 8)]:
+        consts = {**BASE, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
+        print(f"gae time-major [{bn:>3},{bt:>4}] w{w}", build(B.gae_kernel, consts, w, time_major=True), flush=True)
 elif __name__ == "__main__":
     plans = [(1, 512, 4, 0, True, 1), (32, 8, 2, 0, True, 1), (1, 1024, 8, 0, False, 1), (1, 2048, 8, 1, True, 256),
              (1, 2048, 8, 2, True, 256), (1, 1024, 8, 3, True, 256)]
