@@ -20,10 +20,15 @@ import torch
 import triton
 import triton.language as tl
 
+_MAX_IN = 8  # inputs one launch of the stream kernel reads
+
 
 @triton.jit
-def _stream_kernel(i0, i1, i2, i3, i4, i5, o0, o1, n, N_IN: tl.constexpr, N_OUT: tl.constexpr,
+def _stream_kernel(i0, i1, i2, i3, i4, i5, i6, i7, o0, o1, n, N_IN: tl.constexpr, N_OUT: tl.constexpr,
                    BLOCK: tl.constexpr):
+    """Reads ``N_IN`` inputs and writes their sum to ``N_OUT`` outputs (1-2); with
+    ``N_OUT = 0`` it only reads: it stores where the sum is NaN (never, for finite inputs),
+    so the loads stay and no bytes are written."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     acc = tl.load(i0 + offs, mask=m, other=0).to(tl.float32)
@@ -37,24 +42,35 @@ def _stream_kernel(i0, i1, i2, i3, i4, i5, o0, o1, n, N_IN: tl.constexpr, N_OUT:
         acc += tl.load(i4 + offs, mask=m, other=0).to(tl.float32)
     if N_IN > 5:
         acc += tl.load(i5 + offs, mask=m, other=0).to(tl.float32)
-    tl.store(o0 + offs, acc, mask=m)
+    if N_IN > 6:
+        acc += tl.load(i6 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 7:
+        acc += tl.load(i7 + offs, mask=m, other=0).to(tl.float32)
+    if N_OUT == 0:
+        tl.store(o0 + offs, acc, mask=m & (acc != acc))
+    else:
+        tl.store(o0 + offs, acc, mask=m)
     if N_OUT > 1:
         tl.store(o1 + offs, acc * 2.0, mask=m)
 
 
 def stream_floor(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> Callable[[], None]:
-    """A call that streams ``inputs`` (contiguous, same numel, up to 6) into ``outputs`` (1-2)."""
+    """A call that streams ``inputs`` (same numel, any number) into ``outputs`` (1-2): one
+    launch per 8 inputs, the first writing the outputs, any further one only reading (the
+    action form of Retrace with truncations reads 10)."""
     ins = [x.reshape(-1) for x in inputs]
     outs = [x.reshape(-1) for x in outputs]
     n = ins[0].numel()
-    assert all(x.numel() == n for x in ins + outs) and 1 <= len(ins) <= 6 and 1 <= len(outs) <= 2
-    pad_in = ins + [ins[0]] * (6 - len(ins))
+    assert ins and all(x.numel() == n for x in ins + outs) and 1 <= len(outs) <= 2
+    groups = [ins[k:k + _MAX_IN] for k in range(0, len(ins), _MAX_IN)]
     pad_out = outs + [outs[0]] * (2 - len(outs))
+    launches = [(g + [g[0]] * (_MAX_IN - len(g)), len(g), len(outs) if k == 0 else 0) for k, g in enumerate(groups)]
     block = 2048
     grid = (triton.cdiv(n, block),)
 
     def run() -> None:
-        _stream_kernel[grid](*pad_in, *pad_out, n, N_IN=len(ins), N_OUT=len(outs), BLOCK=block, num_warps=8)
+        for pad_in, n_in, n_out in launches:
+            _stream_kernel[grid](*pad_in, *pad_out, n, N_IN=n_in, N_OUT=n_out, BLOCK=block, num_warps=8)
 
     return run
 
@@ -104,47 +120,6 @@ def full_call_us(fn: Callable[[], object], calls: int = 50, trials: int = 5, war
     return best
 
 
-# --- additions for benchmarks/run.py (the functions above are unchanged) ---------------------
-
-
-@triton.jit
-def _stream8_kernel(i0, i1, i2, i3, i4, i5, i6, i7, o0, o1, n, N_IN: tl.constexpr, N_OUT: tl.constexpr,
-                    BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    acc = tl.load(i0 + offs, mask=m, other=0).to(tl.float32)
-    acc += tl.load(i1 + offs, mask=m, other=0).to(tl.float32)
-    acc += tl.load(i2 + offs, mask=m, other=0).to(tl.float32)
-    acc += tl.load(i3 + offs, mask=m, other=0).to(tl.float32)
-    acc += tl.load(i4 + offs, mask=m, other=0).to(tl.float32)
-    acc += tl.load(i5 + offs, mask=m, other=0).to(tl.float32)
-    acc += tl.load(i6 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 7:
-        acc += tl.load(i7 + offs, mask=m, other=0).to(tl.float32)
-    tl.store(o0 + offs, acc, mask=m)
-    if N_OUT > 1:
-        tl.store(o1 + offs, acc * 2.0, mask=m)
-
-
-def stream_floor_any(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> Callable[[], None]:
-    """:func:`stream_floor` for up to 8 inputs (7-8 inputs use a wider kernel; 1-6 call stream_floor)."""
-    if len(inputs) <= 6:
-        return stream_floor(inputs, outputs)
-    ins = [x.reshape(-1) for x in inputs]
-    outs = [x.reshape(-1) for x in outputs]
-    n = ins[0].numel()
-    assert all(x.numel() == n for x in ins + outs) and len(ins) <= 8 and 1 <= len(outs) <= 2
-    pad_in = ins + [ins[0]] * (8 - len(ins))
-    pad_out = outs + [outs[0]] * (2 - len(outs))
-    block = 2048
-    grid = (triton.cdiv(n, block),)
-
-    def run() -> None:
-        _stream8_kernel[grid](*pad_in, *pad_out, n, N_IN=len(ins), N_OUT=len(outs), BLOCK=block, num_warps=8)
-
-    return run
-
-
 def perf_counter_us(fn: Callable[[], object], calls: int = 20, trials: int = 3, warmup: int = 2) -> float:
     """CPU stand-in for :func:`full_call_us` (``--smoke``): wall time of one call, median per
     trial, minimum over trials. Synchronises CUDA around each call when CUDA is in use."""
@@ -164,43 +139,3 @@ def perf_counter_us(fn: Callable[[], object], calls: int = 20, trials: int = 3, 
             ts.append((time.perf_counter() - a) * 1e6)
         best = min(best, statistics.median(ts))
     return best
-
-
-@triton.jit
-def _read_kernel(i0, i1, i2, i3, i4, i5, sink, n, N_IN: tl.constexpr, BLOCK: tl.constexpr):
-    """Reads up to 6 inputs; stores only where the sum is NaN (never, for finite inputs), so
-    the loads stay but no bytes are written."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    acc = tl.load(i0 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 1:
-        acc += tl.load(i1 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 2:
-        acc += tl.load(i2 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 3:
-        acc += tl.load(i3 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 4:
-        acc += tl.load(i4 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 5:
-        acc += tl.load(i5 + offs, mask=m, other=0).to(tl.float32)
-    tl.store(sink + offs, acc, mask=m & (acc != acc))
-
-
-def stream_floor_many(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> Callable[[], None]:
-    """:func:`stream_floor_any` for more than 8 inputs: the first 8 as there, the rest (up to
-    6 more) by a second kernel that only reads (the action form of Retrace with truncations)."""
-    if len(inputs) <= 8:
-        return stream_floor_any(inputs, outputs)
-    first = stream_floor_any(inputs[:8], outputs)
-    rest = [x.reshape(-1) for x in inputs[8:]]
-    assert len(rest) <= 6
-    n = rest[0].numel()
-    pad = rest + [rest[0]] * (6 - len(rest))
-    sink = outputs[0].reshape(-1)
-    grid = (triton.cdiv(n, 2048),)
-
-    def run() -> None:
-        first()
-        _read_kernel[grid](*pad, sink, n, N_IN=len(rest), BLOCK=2048, num_warps=8)
-
-    return run

@@ -326,7 +326,7 @@ def run_row(est: str, shape: tuple[int, int], cat: str, status, seed: int) -> di
     row["bytes"] = nbytes
     row["floor_inputs"] = [f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in ins]
     row["bw_floor_us"] = nbytes / HBM_BYTES_PER_S * 1e6
-    entries = [Entry("floor", common.stream_floor_many(ins, outs), True, "streaming Triton kernel, same bytes")]
+    entries = [Entry("floor", common.stream_floor(ins, outs), True, "streaming Triton kernel, same bytes")]
 
     cands, skipped = build_candidates(est, ro, status)
     row["skipped"] = skipped
