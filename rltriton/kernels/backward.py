@@ -34,7 +34,7 @@ import triton.language as tl
 
 from rltriton.kernels.scan import (
     chunk_map,
-    chunk_times,
+    chunk_tile,
     compose,
     group_order,
     load_coef,
@@ -105,9 +105,7 @@ def gae_kernel(
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T)  # group form, see scan.py
-        rows3 = rows[:, :, None]
-        mask = row_mask[:, :, None] & (ts < T)
+        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -117,7 +115,7 @@ def gae_kernel(
         v = load_tile(v_ptr, rows3, ts, s_v_n, s_v_t, mask, DT)
         v_next = load_tile(v_ptr, rows3, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask[:, :, None], trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
         )
         alpha = tl.where(mask, r + gk * nv - v, 0.0)
@@ -159,9 +157,7 @@ def td_lambda_kernel(
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T)  # group form, see scan.py
-        rows3 = rows[:, :, None]
-        mask = row_mask[:, :, None] & (ts < T)
+        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -172,7 +168,7 @@ def td_lambda_kernel(
         if HAS_VALUES:
             v_next = load_tile(v_ptr, rows3, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask[:, :, None], trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
             HAS_VALUES, HAS_TRUNC, NV_MODE, DT,
         )
         cont = (ts + 1 < T) & (done == 0)
@@ -218,9 +214,7 @@ def vtrace_kernel(
     c_bar = scalar(c_hi, c_lo, DT)
     pg_bar = scalar(pg_hi, pg_lo, DT)
     for i in range(n_chunks):
-        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T)  # group form, see scan.py
-        rows3 = rows[:, :, None]
-        mask = row_mask[:, :, None] & (ts < T)
+        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -231,7 +225,7 @@ def vtrace_kernel(
         v_next = load_tile(v_ptr, rows3, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
         ratio = tl.exp(load_tile(lr_ptr, rows3, ts, s_lr_n, s_lr_t, mask, DT))
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask[:, :, None], trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
         )
         alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
@@ -308,9 +302,7 @@ def retrace_kernel(
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
     for i in range(n_chunks):
-        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T)  # group form, see scan.py
-        rows3 = rows[:, :, None]
-        mask = row_mask[:, :, None] & (ts < T)
+        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
         has_next = mask & (ts + 1 < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -335,7 +327,7 @@ def retrace_kernel(
         l_next = load_coef(l_ptr, l_hi, l_lo, rows3, ts + 1, s_l_n, s_l_t, has_next, L_TENSOR, DT)
         c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask[:, :, None], trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
         )
         alpha = tl.where(mask, r + gk * nv - q, 0.0)

@@ -88,6 +88,16 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr):
 
 
 @triton.jit
+def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr):
+    """The i-th chunk of a backward kernel in group form: ``(rows [BN, 1, 1], row mask
+    [BN, 1, 1], times [1, BT/G, G] (:func:`chunk_times`), mask of in-range elements)``."""
+    rows3 = rows[:, :, None]
+    row_mask3 = row_mask[:, :, None]
+    ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T)
+    return rows3, row_mask3, ts, row_mask3 & (ts < T)
+
+
+@triton.jit
 def scan_order(x):
     """A [BN, BT/G, G] group-form tile (see :func:`chunk_times`) as [BN, BT] in scan order."""
     BN: tl.constexpr = x.shape[0]
