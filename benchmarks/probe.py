@@ -19,16 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import device_time_us, full_call_us, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
-from tests.rollouts import ESTIMATORS, make_case  # noqa: E402
+from tests.rollouts import ESTIMATORS, make_case, on_gpu  # noqa: E402
 
 SHAPES = [(4096, 128), (4096, 2048), (16384, 512), (512, 4096), (32768, 8), (16384, 16), (32768, 64),
           (64, 65536), (16, 262144), (1, 1048576)]
-
-
-def gpu(case):
-    case.args = tuple(a.cuda() if isinstance(a, torch.Tensor) else a for a in case.args)
-    case.kwargs = {k: (v.cuda() if isinstance(v, torch.Tensor) else v) for k, v in case.kwargs.items()}
-    return case
 
 
 def bare_launch(case):
@@ -62,7 +56,7 @@ def main() -> None:
           f"{'full-bare':>9}")
     for name in names:
         for shape in SHAPES:
-            case = gpu(make_case(name, shape, flags="terminated", seed=0))
+            case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
             per_step = [x for x in list(case.args) + list(case.kwargs.values())
                         if isinstance(x, torch.Tensor) and x.shape == torch.Size(shape)]
             n_out = len(case(backend="triton"))

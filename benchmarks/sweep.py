@@ -20,13 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import device_time_us, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
-from tests.rollouts import make_case  # noqa: E402
-
-
-def gpu(case):
-    case.args = tuple(a.cuda() if isinstance(a, torch.Tensor) else a for a in case.args)
-    case.kwargs = {k: (v.cuda() if isinstance(v, torch.Tensor) else v) for k, v in case.kwargs.items()}
-    return case
+from tests.rollouts import make_case, on_gpu  # noqa: E402
 
 
 def candidates(R: int, T: int):
@@ -86,7 +80,7 @@ def main() -> None:
     orig = launch.plan_for
     print(f"{'shape':>14} {'floor':>7} {'default':>8} {'best':>7} {'ratio':>6}  best plan / default plan")
     for shape in shapes:
-        case = gpu(make_case(name, shape, flags="terminated", seed=0, time_major=TIME_MAJOR))
+        case = on_gpu(make_case(name, shape, flags="terminated", seed=0, time_major=TIME_MAJOR))
         step_shape = torch.Size(shape[::-1] if TIME_MAJOR else shape)
         per_step = [x for x in list(case.args) + list(case.kwargs.values())
                     if isinstance(x, torch.Tensor) and x.shape == step_shape]

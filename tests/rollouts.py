@@ -168,6 +168,15 @@ def make_case(
     return case
 
 
+def on_gpu(case: Case) -> Case:
+    """The same call with every tensor moved to the current CUDA device."""
+
+    def cuda(x: Any) -> Any:
+        return x.cuda() if isinstance(x, torch.Tensor) else x
+
+    return Case(case.name, tuple(cuda(a) for a in case.args), {k: cuda(v) for k, v in case.kwargs.items()}, case.T)
+
+
 def to_time_major(case: Case) -> Case:
     """Re-lay every per-step tensor with time first (contiguous time-major storage)."""
     ref = case.args[0]

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import rltriton as rt
-from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case, to_time_major
+from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case, on_gpu, to_time_major
 
 pytestmark = pytest.mark.gpu
 
@@ -23,14 +23,6 @@ CLASSIC = [(64, 512), (128, 1024), (256, 1024), (512, 128), (512, 512), (512, 20
            (4096, 128), (4096, 512), (4096, 2048), (16384, 128), (16384, 512)]
 MASSIVE = [(n, t) for n in (4096, 8192, 16384, 32768) for t in (8, 16, 32, 64, 128)]
 LONG = [(16, 262144), (1, 1048576)]
-
-
-def _cuda(x):
-    return x.cuda() if isinstance(x, torch.Tensor) else x
-
-
-def on_gpu(case: Case) -> Case:
-    return Case(case.name, tuple(_cuda(a) for a in case.args), {k: _cuda(v) for k, v in case.kwargs.items()}, case.T)
 
 
 def as_f64(case: Case) -> Case:
@@ -187,7 +179,6 @@ def test_replay_fast_launch(name):
     (``launch._FastLaunch``); fresh inputs give fresh results, and an input that is not
     16-byte aligned (a view at an odd offset) falls back to ``kernel[grid]``, which
     compiles for that alignment, instead of reusing the aligned specialisation."""
-    from rltriton.assigner import _INSTANCES
     from rltriton.kernels import launch
 
     launch.clear_caches()
@@ -195,9 +186,7 @@ def test_replay_fast_launch(name):
     for seed in (1, 3, 5, 7):  # record, first replay (arms the fast path), fast replays
         case = on_gpu(make_case(name, shape, seed=seed))
         _compare(case, case(backend="reference"), f"{name} replay {seed}")
-    replays = [r for inst in _INSTANCES.values() for r in inst._replays.values()
-               if r.generation == launch._generation]
-    assert any(s.fast is not None for r in replays for s in r.steps), "no replay armed its fast launch"
+    assert any(s.fast is not None for r in _live_replays() for s in r.steps), "no replay armed its fast launch"
 
     # the same signature with misaligned storage: an odd element offset into a larger buffer
     case = on_gpu(make_case(name, shape, seed=9))
@@ -220,7 +209,6 @@ def test_replay_fast_launch(name):
 def test_split_replay_fast_launch(name):
     """Rows split in time replay both passes (fresh scratch summaries per call) through the
     compiled kernels' launchers; every call's result is checked."""
-    from rltriton.assigner import _INSTANCES
     from rltriton.kernels import launch
 
     launch.clear_caches()
@@ -229,6 +217,14 @@ def test_split_replay_fast_launch(name):
     for seed in (1, 3, 5, 7):
         case = on_gpu(make_case(name, shape, seed=seed))
         _compare(case, as_f64(case)(backend="torch"), f"{name} split replay {seed}")
-    replays = [r for inst in _INSTANCES.values() for r in inst._replays.values()
-               if r.generation == launch._generation and len(r.steps) == 2]
+    replays = [r for r in _live_replays() if len(r.steps) == 2]
     assert replays and all(s.fast is not None for r in replays for s in r.steps)
+
+
+def _live_replays() -> list:
+    """The replays the functional API's cached estimators hold since the last
+    ``launch.clear_caches()``."""
+    from rltriton.assigner import _INSTANCES
+    from rltriton.kernels import launch
+
+    return [r for inst in _INSTANCES.values() for r in inst._replays.values() if r.generation == launch._generation]
