@@ -2,7 +2,7 @@
 ptxas) and count, per thread, the instructions of the pipe the kernels are bound by:
 
     python benchmarks/ptx_counts.py                 # backward and forward kernels, several plans
-    python benchmarks/ptx_counts.py --time-major    # GAE on [T, N] storage
+    python benchmarks/ptx_counts.py --time-major    # every kernel on [T, N] storage
 
 shfl (warp shuffles), lds/sts (shared memory), ldg (global loads), v4 (vector global
 loads and stores) and cvt (layout conversions in the TTGIR), for each backward kernel under
@@ -30,8 +30,10 @@ FLAGS = ("term_ptr", "trunc_ptr")
 def build(kernel, consts, warps, ptr_types=None, time_major=False):
     """Compile ``kernel`` for sm_90 with Triton's usual specialisations (16-divisible
     pointers, sizes and row strides; unit time strides, or with ``time_major`` unit row
-    strides and 16-divisible time strides) and count instructions per thread."""
+    strides and 16-divisible time strides) and count instructions per thread. ``TIME_MAJOR``
+    (the kernels' tiles for rows-contiguous storage) defaults to ``time_major``."""
     names = kernel.arg_names
+    consts = {"TIME_MAJOR": time_major, **consts}
     sig, attrs, cf = {}, {}, {}
     for i, n in enumerate(names):
         if n in consts:
@@ -84,6 +86,19 @@ def static_checks() -> dict[str, dict]:
     consts = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32, BLOCK_N=1,
                   BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
     out["traces"] = build(F.forward_kernel, consts, 4)
+    # time-major tiles (launch.plan_time_major): 128 rows by 16 steps on 4 warps side by side
+    # in time, chunk loop; PHASE 2 of a split with 16 segments; one warp of 4 steps (each
+    # thread's scan is its own: no shuffles at all)
+    for name, (kern, extra) in kernels.items():
+        consts = {**BASE, **extra, "BLOCK_N": 128, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
+        out[f"{name}_tm"] = build(kern, consts, 4, time_major=True)
+    consts = {**BASE, "BLOCK_N": 128, "BLOCK_T": 16, "PHASE": 2, "S_BLOCK": 16, "ONE_CHUNK": False}
+    out["gae_tm_phase2"] = build(B.gae_kernel, consts, 4, time_major=True)
+    consts = {**BASE, "BLOCK_N": 128, "BLOCK_T": 4, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
+    out["gae_tm_one_warp"] = build(B.gae_kernel, consts, 1, time_major=True)
+    consts = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32,
+                  BLOCK_N=128, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False)
+    out["traces_tm"] = build(F.forward_kernel, consts, 4, time_major=True)
     return out
 
 
@@ -92,10 +107,21 @@ if __name__ == "__main__" and "--json" in sys.argv:
 
     print(json.dumps(static_checks()))
 elif __name__ == "__main__" and "--time-major" in sys.argv:
-    # CleanRL's [T, N] storage: rows are the contiguous axis
-    for bn, bt, w in [(1, 512, 4), (4, 64, 2), (32, 8, 2), (32, 64, 4), (64, 32, 4), (128, 8, 4), (256, 8, 8)]:
-        consts = {**BASE, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
-        print(f"gae time-major [{bn:>3},{bt:>4}] w{w}", build(B.gae_kernel, consts, w, time_major=True), flush=True)
+    # CleanRL's [T, N] storage: rows are the contiguous axis. The generic tiles (TIME_MAJOR
+    # off: what such storage got before launch.plan_time_major), then the time-major tiles.
+    for bn, bt, w in [(1, 512, 4), (32, 8, 2), (128, 8, 4)]:
+        consts = {**BASE, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                  "TIME_MAJOR": False}
+        print(f"gae generic tiles [{bn:>3},{bt:>4}] w{w}", build(B.gae_kernel, consts, w, time_major=True), flush=True)
+    cases = [("gae", B.gae_kernel, {}), ("td_lambda", B.td_lambda_kernel, {"HAS_VALUES": True}),
+             ("vtrace", B.vtrace_kernel, {}), ("retrace", B.retrace_kernel, {"ACTION_FORM": False}),
+             ("retrace_av", B.retrace_kernel, {"ACTION_FORM": True})]
+    for name, kern, extra in cases:
+        for bn, bt, w, phase, sb in [(128, 8, 1, 0, 1), (128, 16, 1, 0, 1), (512, 8, 4, 0, 1), (128, 8, 1, 1, 16),
+                                     (128, 8, 1, 2, 16)]:
+            consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": phase, "S_BLOCK": sb, "ONE_CHUNK": False}
+            print(f"{name:<11} time-major tiles [{bn:>3},{bt:>3}] w{w} P{phase}",
+                  build(kern, consts, w, time_major=True), flush=True)
 elif __name__ == "__main__":
     plans = [(1, 512, 4, 0, True, 1), (32, 8, 2, 0, True, 1), (1, 1024, 8, 0, False, 1), (1, 2048, 8, 1, True, 256),
              (1, 2048, 8, 2, True, 256), (1, 1024, 8, 3, True, 256)]

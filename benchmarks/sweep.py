@@ -3,8 +3,10 @@
     python benchmarks/sweep.py [estimator] [RxT,RxT,...] > sweep.txt     # on a GPU machine
     SWEEP_TIME_MAJOR=1 python benchmarks/sweep.py gae                  # CleanRL's [T, N] storage
 
-For each shape, times the default plan of ``rltriton.kernels.launch.plan`` and a set of
-forced plans (CUDA-graph device time), and prints the best one. Used to set the plan
+For each shape, times the default plan of ``rltriton.kernels.launch.plan_for`` and a set of
+forced plans (CUDA-graph device time), and prints the best one; with SWEEP_TIME_MAJOR the
+inputs are [T, N] and the candidates are the time-major tiles (``launch.plan_time_major``)
+and the generic plan. Used to set the plan
 heuristics; results are recorded in benchmarks/results/.
 """
 
@@ -27,20 +29,29 @@ def candidates(R: int, T: int):
     p2 = 1 << (max(T, 1) - 1).bit_length()
     out = []
     if TIME_MAJOR:
-        # rows are contiguous: tiles of several rows (8 float32 rows = one 32-byte sector per
-        # step) and short chunks, split in time when the row blocks alone are too few
-        for bn in (8, 16, 32, 64):
-            bt = min(p2, max(32, 2048 // bn))
-            n_chunks = -(-T // bt)
-            programs = -(-R // bn)
-            for w in (2, 4, 8):
-                if bn * bt < 32 * w:
+        # rows are contiguous: the time-major tiles (launch.plan_time_major) of 128 or 256
+        # rows, ``tw`` warps side by side in time with 2-8 steps per thread, split in time
+        # towards 1, 2 or 4 programs per SM; and the generic tiles for comparison
+        out.append(launch.plan(R, T))
+        if T < 2:
+            return out
+        for bn in (128, 256):
+            row_blocks = -(-R // bn)
+            for bt in (4, 8, 16, 32):
+                if bt > 2 * p2:
                     continue
-                out.append(launch.Plan(bn, bt, w, 1, n_chunks * bt))
-                s = min(n_chunks, -(-2 * 132 // programs))
-                if s > 1:
-                    per = -(-n_chunks // s)
-                    out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt))
+                n_chunks = -(-T // bt)
+                for tw in (1, 2, 4, 8):
+                    if not 2 <= bt // tw <= 8 or (bn == 256 and tw > 2):
+                        continue
+                    segs = [1]
+                    for k in (1, 2, 4):
+                        s = min(n_chunks, 16, -(-k * 132 // row_blocks))
+                        if s > 1 and s not in segs:
+                            segs.append(s)
+                    for s in segs:
+                        per = -(-n_chunks // s)
+                        out.append(launch.Plan(bn, bt, tw * bn // 128, -(-n_chunks // per), per * bt, False, True))
         return out
     if T <= 128:
         for tile, w in ((256, 1), (256, 2), (512, 2), (1024, 4), (2048, 4), (2048, 8)):
@@ -88,7 +99,7 @@ def main() -> None:
         floor = device_time_us(stream_floor(per_step, [torch.empty(shape, device="cuda") for _ in range(n_out)]))
         launch.plan_for = orig
         launch.clear_caches()  # replays of an earlier plan must not stand in for this one
-        default_plan = orig(shape[0], shape[1], torch.device("cuda"))
+        default_plan = orig(shape[0], shape[1], torch.device("cuda"), time_major=TIME_MAJOR)
         default = device_time_us(lambda c=case: c(backend="triton"))
         best, best_plan = default, default_plan
         for pl in candidates(*shape):

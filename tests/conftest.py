@@ -38,10 +38,11 @@ def poisoned(monkeypatch):
 
 
 def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) -> None:
-    """Tiny tiles (BLOCK_T <= 16, 64 elements) so small shapes span several time chunks and
-    several row programs. ``split`` also cuts every multi-chunk row into time segments (the
-    two-phase path the GPU takes for long rows; with ``lookback``, the single-pass
-    decoupled look-back instead); otherwise one pass per row."""
+    """Tiny tiles (BLOCK_T <= 16, 64 elements; time-major: 4 x 4) so small shapes span
+    several time chunks and several row programs. ``split`` also cuts every multi-chunk row
+    into time segments (the two-phase path the GPU takes for long rows; with ``lookback``,
+    the single-pass decoupled look-back instead, but time-major tiles always split in two
+    passes); otherwise one pass per row."""
     monkeypatch.setattr(launch, "_MAX_BLOCK_T", 16)
     monkeypatch.setattr(launch, "_TILE", 64)
     monkeypatch.setattr(launch, "_SPLIT_MIN_ELEMS", 0 if split else 1 << 62)
@@ -49,6 +50,15 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) ->
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)
     monkeypatch.setattr(launch, "_LOOKBACK", lookback)
+    # time-major storage takes its own tiles from one row on: 4 rows by 2 steps per warp,
+    # 2 warps, so T = 63 spans 16 chunks (and 3 segments when split; unsplit, the tiles are
+    # kept however few the row programs)
+    monkeypatch.setattr(launch, "_TM_MIN_ROWS", 1)
+    monkeypatch.setattr(launch, "_TM_PROGRAMS_PER_SM", 1 if split else 0)
+    monkeypatch.setattr(launch, "_TM_ROWS", 4)
+    monkeypatch.setattr(launch, "_TM_STEPS_PER_THREAD", 2)
+    monkeypatch.setattr(launch, "_TM_WARPS", 2)
+    monkeypatch.setattr(launch, "_TM_MAX_SEGMENTS", 3)
     launch.clear_caches()
 
 

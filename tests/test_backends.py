@@ -107,6 +107,67 @@ def test_unbatched_row(name, backend):
     check(make_case(name, (45,), seed=23), backend)
 
 
+def _plans_used(monkeypatch, launch) -> list:
+    """Record the plan of every launch the Triton backend makes."""
+    used = []
+    specs = launch.launch_specs
+
+    def spy(kernel, lanes, T, pl, *rest):
+        used.append(pl)
+        return specs(kernel, lanes, T, pl, *rest)
+
+    monkeypatch.setattr(launch, "launch_specs", spy)
+    return used
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("split", ["none", "chunks", "one_chunk"])
+def test_time_major_tiles(name, split, monkeypatch, poisoned):
+    """[T, N] storage takes the time-major tiles (rows along lanes, time inside threads),
+    small ones here: several row programs, several chunks per program; ``chunks``: the
+    two-pass split with segment-major summaries, 3 segments of 4 chunks; ``one_chunk``: 12
+    segments of one chunk (PHASE 2 reads the summaries after the tile's loads)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=split != "none")
+    if split == "one_chunk":
+        monkeypatch.setattr(poisoned, "_TM_MAX_SEGMENTS", 16)
+        poisoned.clear_caches()
+    try:
+        used = _plans_used(monkeypatch, poisoned)
+        check(make_case(name, (7, 45), time_major=True, seed=41), "triton")
+        assert used and all(pl.time_major and pl.block_n == 4 and pl.block_t == 4 for pl in used), used
+        want = {"none": (1, 48), "chunks": (3, 16), "one_chunk": (12, 4)}[split]
+        assert all((pl.segments, pl.seg_len) == want for pl in used), used
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["gae", "vtrace", "traces"])
+def test_time_major_default_tiles(name, monkeypatch, poisoned):
+    """The production time-major tiles (128 rows, 16 steps on 4 warps), on 130 rows (the
+    second row program holds 2): one pass over 3 chunks, then the two-pass split with
+    segments of two chunks (the interpreter is slow on these tiles: few programs here)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    used = _plans_used(monkeypatch, poisoned)
+    monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
+    monkeypatch.setattr(poisoned, "_TM_PROGRAMS_PER_SM", 0)  # keep the tiles for 2 row programs
+    poisoned.clear_caches()
+    try:
+        check(make_case(name, (130, 37), time_major=True, seed=43), "triton")
+        assert [(pl.time_major, pl.block_n, pl.block_t, pl.segments) for pl in used] == [(True, 128, 16, 1)]
+        used.clear()
+        monkeypatch.setattr(poisoned, "_TM_PROGRAMS_PER_SM", 1)
+        monkeypatch.setattr(poisoned, "_SPLIT_MIN_ELEMS", 0)
+        monkeypatch.setattr(poisoned, "_TM_MAX_SEGMENTS", 3)
+        poisoned.clear_caches()
+        check(make_case(name, (130, 80), time_major=True, seed=47), "triton")
+        assert [(pl.time_major, pl.segments, pl.seg_len) for pl in used] == [(True, 3, 32)]
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])
 def test_default_tiles_long_rows(name, request):
     """Default tile sizes: T = 257 spans three 128-step chunks; 37 rows several programs."""

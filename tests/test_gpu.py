@@ -76,6 +76,21 @@ def test_awkward_small_shapes(shape, name):
         assert_matches(o.movedim(0, -1).cpu(), r, tm, f"{name} {shape} time-major[{i}]")
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(1000, 333), (600, 5000), (20000, 7)], ids=str)
+def test_time_major_tiles_on_gpu(shape, name):
+    """[T, N] storage on the time-major tiles (launch.plan_time_major): a last row block
+    of 1000 % 128 rows, a split in time (600 x 5000), and a chunk shorter than the tile."""
+    from rltriton.kernels import launch
+
+    case = make_case(name, shape, seed=shape[1])
+    ref = case(backend="reference")
+    tm = on_gpu(to_time_major(case))
+    assert launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=True).time_major
+    for i, (o, r) in enumerate(zip(tm(backend="triton"), ref)):
+        assert_matches(o.movedim(0, -1).cpu(), r, tm, f"{name} {shape} time-major[{i}]")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", LONG, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -45,3 +45,23 @@ def test_kernels_scan_forward_with_vector_access(counts, name):
 @pytest.mark.parametrize("name", ["gae_phase1", "gae_phase2"])
 def test_split_passes_scan_forward(counts, name):
     assert counts[name]["reverse_scans"] == 0, counts[name]
+
+
+def test_time_major_tile_scans_inside_threads(counts):
+    """One warp of 128 rows by 4 steps: each thread holds its rows' steps, so the scan over
+    time needs no shuffle and no shared memory, and rows are read as 16-byte vectors."""
+    st = counts["gae_tm_one_warp"]
+    assert st["shfl"] == 0 and st["lds"] == 0 and st["sts"] == 0, st
+    assert st["v4"] >= 4 and st["reverse_scans"] == 0, st
+
+
+@pytest.mark.parametrize("name", ["gae_tm", "td_lambda_tm", "vtrace_tm", "retrace_tm", "retrace_av_tm", "traces_tm",
+                                  "gae_tm_phase2"])
+def test_time_major_tiles(counts, name):
+    """The production time-major tiles (4 warps side by side in time): only the hand-over
+    between warps shuffles (the generic tiles on [T, N] storage took 64-256 per thread,
+    benchmarks/ptx_counts.py --time-major), and accesses stay vectors along rows."""
+    st = counts[name]
+    assert st["reverse_scans"] == 0, st
+    assert st["shfl"] <= 96, st
+    assert st["v4"] >= 2, st

@@ -20,6 +20,9 @@ PHASE 1 stores each segment's composed map, PHASE 2 turns the summaries of the l
 segments into its carry-in and writes the outputs; PHASE 3 does both in one pass by
 decoupled look-back (see ``scan.py``); PHASE 0 is one pass over whole rows.
 
+``TIME_MAJOR`` (storage with unit row stride, CleanRL's ``[T, N]``) turns the tile around:
+lanes along rows, each thread's steps in its registers, no groups (``scan.program_tile``).
+
 Structure (which optional tensors exist, the boundary form, tensor vs scalar gamma/lam,
 the arithmetic dtype) is ``tl.constexpr``; hyper-parameters are runtime scalars.
 ``ONE_CHUNK`` (every program's segment is one chunk: rows of at most ``BLOCK_T`` steps,
@@ -75,10 +78,11 @@ def _prologue(
 
 
 @triton.jit
-def _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE: tl.constexpr):
-    """PHASE 1: the composed map of this program's segment, at [rows, seg] of [R, n_segs]."""
+def _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE: tl.constexpr):
+    """PHASE 1: the composed map of this program's segment, at (rows, seg) of the summaries
+    (``scan.summary_strides``)."""
     if PHASE == 1:
-        off = rows * n_segs + seg
+        off = rows * s_sr + seg * s_ss
         tl.store(sum_a_ptr + off, seg_a[:, None], mask=row_mask)
         tl.store(sum_b_ptr + off, seg_b[:, None], mask=row_mask)
 
@@ -94,18 +98,19 @@ def gae_kernel(
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
-    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
-        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
+        rows3, row_mask3, ts, mask = chunk_tile(  # group form
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -125,13 +130,13 @@ def gae_kernel(
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             adv, carry = scan_step(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask,
-                seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
             )
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows3 * s_a_n + ts * s_a_t, adv, mask=mask)
             tl.store(tgt_ptr + rows3 * s_o_n + ts * s_o_t, adv + v, mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -145,19 +150,20 @@ def td_lambda_kernel(
     HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
-    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
-        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
+        rows3, row_mask3, ts, mask = chunk_tile(  # group form
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -179,11 +185,11 @@ def td_lambda_kernel(
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             out, carry = scan_step(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask,
-                seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
             )
             tl.store(out_ptr + rows3 * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -198,13 +204,13 @@ def vtrace_kernel(
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
-    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
-        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -214,7 +220,8 @@ def vtrace_kernel(
     c_bar = scalar(c_hi, c_lo, DT)
     pg_bar = scalar(pg_hi, pg_lo, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
+        rows3, row_mask3, ts, mask = chunk_tile(  # group form
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -235,8 +242,8 @@ def vtrace_kernel(
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             d, d_next, carry = scan_step_lagged(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask,
-                seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
             )
             d = group_order(d, r)
             d_next = group_order(d_next, r)
@@ -245,7 +252,7 @@ def vtrace_kernel(
             q = tl.where(inside, q_in, r + gk * nv)
             tl.store(vs_ptr + rows3 * s_vs_n + ts * s_vs_t, v + d, mask=mask)
             tl.store(pg_ptr + rows3 * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -284,7 +291,7 @@ def retrace_kernel(
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, ACTION_FORM: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
-    PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr,
+    PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -293,8 +300,8 @@ def retrace_kernel(
     probabilities, actions and behaviour log-probs (``lr_ptr``), at t and at t+1 (pi at
     s_{t+1} for the expectation). Otherwise ``q_ptr``/``v_ptr``/``lr_ptr`` hold them.
     """
-    rows, row_mask, seg, n_segs, n_chunks, carry = segment_setup(
-        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -302,7 +309,8 @@ def retrace_kernel(
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T)  # group form
+        rows3, row_mask3, ts, mask = chunk_tile(  # group form
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
         has_next = mask & (ts + 1 < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -337,10 +345,10 @@ def retrace_kernel(
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             d, carry = scan_step(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, rows, row_mask,
-                seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
             )
             d = group_order(d, r)
             tl.store(qt_ptr + rows3 * s_qt_n + ts * s_qt_t, q + d, mask=mask)
             tl.store(adv_ptr + rows3 * s_a_n + ts * s_a_t, q + d - v, mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, seg_a, seg_b, PHASE)
+    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)

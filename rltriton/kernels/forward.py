@@ -25,6 +25,7 @@ from rltriton.kernels.scan import (
     scan_step,
     segment_carry_in,
     segment_chunk,
+    summary_strides,
 )
 
 
@@ -39,13 +40,14 @@ def forward_kernel(
     KIND: tl.constexpr, HAS_DONES: tl.constexpr, HAS_INIT: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
-    lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False)
+    lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR)
     if ONE_CHUNK:  # static one-trip loop (see backward.py)
         n_chunks = 1
     lane_mask = lanes < R * F
+    s_sr, s_ss = summary_strides(R * F, n_segs, TIME_MAJOR)
     rows = lanes // F
     feats = lanes % F
     if HAS_INIT:
@@ -57,7 +59,8 @@ def forward_kernel(
         carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
         if not ONE_CHUNK:  # else scan_step reads the summaries, after the tile's loads
-            carry = segment_carry_in(sum_a_ptr, sum_b_ptr, lanes, lane_mask, seg, n_segs, carry, False, S_BLOCK)
+            carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, n_segs, carry, False,
+                                     S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
@@ -82,11 +85,11 @@ def forward_kernel(
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             z, carry = scan_step(
-                alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, lanes, lane_mask, seg, n_segs, PHASE,
-                False, S_BLOCK, ONE_CHUNK,
+                alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, lanes, lane_mask, seg,
+                n_segs, PHASE, False, S_BLOCK, ONE_CHUNK,
             )
             tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
     if PHASE == 1:
-        off = lanes * n_segs + seg
+        off = lanes * s_sr + seg * s_ss
         tl.store(sum_a_ptr + off, seg_a[:, None], mask=lane_mask)
         tl.store(sum_b_ptr + off, seg_b[:, None], mask=lane_mask)

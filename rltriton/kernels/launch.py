@@ -38,6 +38,23 @@ _MAX_SEGMENTS = 1024
 # it has been verified and timed on the GPU (it passes the interpreter tests).
 _LOOKBACK = False
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
+# Time-major storage ([T, N]: rows are the contiguous axis). A tile is 128 rows (4
+# contiguous rows per thread, 32 lanes: see scan.program_tile) by _TM_STEPS_PER_THREAD
+# steps per warp, its warps side by side in time: each thread scans its own steps (no
+# shuffles), the warps combine through shared memory, and every access is a full 16-byte
+# vector along rows. A program walks its segment of time in such chunks. Rows too few to
+# give every SM _TM_PROGRAMS_PER_SM programs are split in time when that at least doubles
+# the programs (two passes, at most _TM_MAX_SEGMENTS segments, summaries read along rows).
+# Below _TM_MIN_ROWS rows the tile would be mostly idle lanes: the generic tiles are used.
+# Chosen from instruction and register counts (benchmarks/ptx_counts.py --time-major: no
+# shuffles in the per-thread scans, 130-250 registers, no spills at 4 steps per thread but
+# V-trace's); not yet swept on the GPU (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1 does).
+_TM_ROWS = 128
+_TM_STEPS_PER_THREAD = 4
+_TM_WARPS = 4
+_TM_MIN_ROWS = 512
+_TM_MAX_SEGMENTS = 16
+_TM_PROGRAMS_PER_SM = 1
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -56,6 +73,7 @@ class Plan(NamedTuple):
     segments: int
     seg_len: int
     lookback: bool = False  # one pass with decoupled look-back instead of two launches
+    time_major: bool = False  # tiles for rows-contiguous storage (see _TM_ROWS_PER_WARP)
 
 
 @functools.lru_cache(maxsize=16)
@@ -116,9 +134,46 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan:
     return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1)
 
 
-def plan_for(R: int, T: int, device: torch.device) -> Plan:
+@functools.lru_cache(maxsize=4096)
+def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
+    """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
+    when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows, or one step).
+
+    ``_TM_ROWS`` rows by ``_TM_STEPS_PER_THREAD`` steps per warp, up to ``_TM_WARPS`` warps
+    side by side in time. Rows too few to give every SM ``_TM_PROGRAMS_PER_SM`` programs
+    are cut into at most ``_TM_MAX_SEGMENTS`` segments of whole chunks when that at least
+    doubles the programs (two passes; summaries stored segment-major so they too are read
+    along rows), and only when the call is large enough for a second launch to pay off;
+    when it is not, None (the generic tiles)."""
+    if R < _TM_MIN_ROWS or T < 2:
+        return None
+    block_n = _TM_ROWS
+    block_t = min(_TM_STEPS_PER_THREAD * _TM_WARPS, _next_pow2(T))
+    num_warps = max(1, block_t // _TM_STEPS_PER_THREAD)
+    row_blocks = _cdiv(R, block_n)
+    n_chunks = _cdiv(T, block_t)
+    target = _TM_PROGRAMS_PER_SM * sms
+    segments = 1
+    if 2 * row_blocks <= target:
+        if R * T < _SPLIT_MIN_ELEMS or n_chunks < 2:
+            # too few row blocks and nothing to split: the generic tiles give more programs
+            # (several rows each, short rows: their accesses along rows are already wide)
+            return None
+        segments = max(1, min(_cdiv(target, row_blocks), _TM_MAX_SEGMENTS, n_chunks))
+    per_seg = _cdiv(n_chunks, segments)
+    segments = _cdiv(n_chunks, per_seg)
+    return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True)
+
+
+def plan_for(R: int, T: int, device: torch.device, time_major: bool = False) -> Plan:
+    """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
+    the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
+    if time_major:
+        pl = plan_time_major(R, T, sms)
+        if pl is not None:
+            return pl
     return plan(R, T, sms)
 
 
@@ -139,6 +194,7 @@ def clear_caches() -> None:
     global _generation
     _generation += 1
     plan.cache_clear()
+    plan_time_major.cache_clear()
 
 
 class _Step:
@@ -301,7 +357,7 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
-                  ONE_CHUNK=pl.seg_len <= pl.block_t, **meta)
+                  ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, **meta)
     if pl.segments == 1:
         full = [*args, T, pl.seg_len, args[0], args[0], args[0], args[0]]
         return [(kernel, (rows_grid, 1), full, dict(PHASE=0, S_BLOCK=1, **common))], []
@@ -314,11 +370,13 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
         window = max(32, 32 * pl.num_warps // pl.block_n)
         # not replayable: the flags must start zeroed, and the maps are views of one buffer
         return [(kernel, (rows_grid * pl.segments, 1), full, dict(PHASE=3, S_BLOCK=window, **common))], None
-    sum_a = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
-    sum_b = torch.empty((lanes, pl.segments), dtype=dtype, device=device)
+    # summaries: [lanes, segments], segment-major for time-major tiles (scan.summary_strides)
+    sum_a = torch.empty(lanes * pl.segments, dtype=dtype, device=device)
+    sum_b = torch.empty(lanes * pl.segments, dtype=dtype, device=device)
     grid = (rows_grid, pl.segments)
-    # the summary tile of the carry-in scan also needs an element per thread
-    s_block = max(_next_pow2(pl.segments), 32 * pl.num_warps)
+    # the summary tile of the carry-in scan also needs an element per thread (time-major:
+    # its rows already give every thread elements, and the segments are in-thread)
+    s_block = _next_pow2(pl.segments) if pl.time_major else max(_next_pow2(pl.segments), 32 * pl.num_warps)
     full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
     return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, **common)) for phase in (1, 2)], [sum_a, sum_b]
 
@@ -446,7 +504,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     like = r
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
-    pl = plan_for(R, T, p.device)
+    pl = plan_for(R, T, p.device, time_major=r[1] == 1)  # unit row stride: [T, N] storage
     if kind == "gae":
         adv = _output(p, like)
         tgt = _output(p, like)
@@ -541,5 +599,6 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
         G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p),
     )
-    _launch(forward_kernel, R * F, T, plan_for(R * F, T, p.device), args, meta, p.dtype, p.device)
+    pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1)
+    _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)

@@ -18,6 +18,10 @@ that shuffle/shared-memory pipe). A backward estimator loads its chunk as groups
 thread, see :func:`chunk_times`), works on that ``[BN, BT/G, G]`` "group form", and turns
 it into the scan-ordered ``[BN, BT]`` tile only around the scan (:func:`scan_order`,
 :func:`group_order`: a flip inside each thread's group and a reshape, no data movement).
+
+Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: the
+lanes lie along rows, 4 rows per thread, and each thread holds its rows' steps of the chunk
+(group size 1), so the scan over time runs inside the thread (:func:`program_tile`).
 """
 
 from __future__ import annotations
@@ -74,12 +78,15 @@ def scan_tile_lagged(alpha, beta, carry):
 
 
 @triton.jit
-def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr):
+def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr):
     """Times [1, BT/G, G] (int64) of the i-th chunk in scan order of segment ``seg`` of a
     backward estimator, in group form: group g holds steps ``t_hi - G g - (G-1) ...
     t_hi - G g`` (ascending within the group, so a thread's group is one vector load), with
-    ``t_hi`` the chunk's last step. ``scan_order`` of this is ``t_hi - j`` at column j."""
-    G: tl.constexpr = 4 if BLOCK_T >= 4 else BLOCK_T
+    ``t_hi`` the chunk's last step. ``scan_order`` of this is ``t_hi - j`` at column j.
+
+    TIME_MAJOR (rows are the contiguous axis, see :func:`program_tile`): G = 1, times
+    simply descend; the vector accesses run along rows."""
+    G: tl.constexpr = 1 if TIME_MAJOR else (4 if BLOCK_T >= 4 else BLOCK_T)
     c = n_chunks - 1 - i
     t_hi = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T + (BLOCK_T - 1)
     g = tl.arange(0, BLOCK_T // G).to(tl.int64)[None, :, None]
@@ -88,12 +95,12 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr):
 
 
 @triton.jit
-def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr):
+def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr):
     """The i-th chunk of a backward kernel in group form: ``(rows [BN, 1, 1], row mask
     [BN, 1, 1], times [1, BT/G, G] (:func:`chunk_times`), mask of in-range elements)``."""
     rows3 = rows[:, :, None]
     row_mask3 = row_mask[:, :, None]
-    ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T)
+    ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR)
     return rows3, row_mask3, ts, row_mask3 & (ts < T)
 
 
@@ -102,13 +109,19 @@ def scan_order(x):
     """A [BN, BT/G, G] group-form tile (see :func:`chunk_times`) as [BN, BT] in scan order."""
     BN: tl.constexpr = x.shape[0]
     BT: tl.constexpr = x.shape[1] * x.shape[2]
-    return tl.reshape(tl.flip(x, 2), [BN, BT])
+    if x.shape[2] == 1:  # time-major tiles: no groups to flip
+        return tl.reshape(x, [BN, BT])
+    else:
+        return tl.reshape(tl.flip(x, 2), [BN, BT])
 
 
 @triton.jit
 def group_order(x, like):
     """The inverse of :func:`scan_order`: [BN, BT] back to the group form of ``like``."""
-    return tl.flip(tl.reshape(x, like.shape), 2)
+    if like.shape[2] == 1:
+        return tl.reshape(x, like.shape)
+    else:
+        return tl.flip(tl.reshape(x, like.shape), 2)
 
 
 @triton.jit
@@ -201,13 +214,26 @@ def compose(sa, sb, ca, cb):
 
 
 @triton.jit
+def summary_strides(R, n_segs, TIME_MAJOR: tl.constexpr):
+    """(row stride, segment stride) of the summaries of a time split: ``[R, n_segs]``
+    row-major, or ``[n_segs, R]`` for time-major tiles, so that their loads run along the
+    contiguous rows like the tile's and the scan over segments stays inside each thread."""
+    if TIME_MAJOR:
+        return 1, R
+    else:
+        return n_segs, 1
+
+
+@triton.jit
 def segment_carry_in(
-    sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr, S_BLOCK: tl.constexpr,
+    sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr,
+    S_BLOCK: tl.constexpr,
 ):
     """The carry entering segment ``seg`` of each row: the composition of the summaries
     of every segment before it in scan order (after it in time for REVERSE) applied to
-    ``init`` [BN]. Summaries are [R, n_segs] row-major; rows is [BN, 1]. Column j of the
-    scanned tile is the j-th segment in scan order (a forward scan, see the module doc)."""
+    ``init`` [BN]. Summary (row, seg) is at ``row * s_sr + seg * s_ss``
+    (:func:`summary_strides`); rows is [BN, 1]. Column j of the scanned tile is the j-th
+    segment in scan order (a forward scan, see the module doc)."""
     cols = tl.arange(0, S_BLOCK)[None, :]
     if REVERSE:
         segs = n_segs - 1 - cols
@@ -216,8 +242,9 @@ def segment_carry_in(
         segs = cols
         k = seg
     m = row_mask & (cols < k)
-    a = tl.load(sum_a_ptr + rows * n_segs + segs, mask=m, other=0.0)
-    b = tl.load(sum_b_ptr + rows * n_segs + segs, mask=m, other=1.0)
+    off = rows * s_sr + segs * s_ss
+    a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
+    b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
     ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine)
     pick = cols == k - 1
     sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
@@ -249,8 +276,16 @@ def segment_chunk(seg, SEG, i, BLOCK_T: tl.constexpr):
 
 @triton.jit
 def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr,
-                 REVERSE: tl.constexpr):
-    """(rows [BN, 1] int64, segment, number of segments, chunks in the segment) of this program."""
+                 REVERSE: tl.constexpr, TIME_MAJOR: tl.constexpr):
+    """(rows [BN, 1] int64, segment, number of segments, chunks in the segment) of this program.
+
+    TIME_MAJOR: the rows are told to be contiguous in runs of 4 only. Triton picks each
+    access's layout from that contiguity: 4 rows per thread (one 16-byte access of float32,
+    4 bytes of bool flags alike), the 32 lanes and the warps along rows, so a thread holds
+    its rows' whole chunk of time and the scan over time is inside the thread (no shuffles).
+    Told the full contiguity, the byte-wide flags take 16 rows per thread and push lanes
+    along time. ``BLOCK_N`` is then a multiple of 128; warps beyond ``BLOCK_N / 128`` lie
+    side by side in time (``launch.plan_time_major``)."""
     n_segs = tl.cdiv(T, SEG)
     if PHASE == 3:
         ticket = tl.atomic_add(state_ptr, 1)
@@ -263,24 +298,31 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
     else:
         rb = tl.program_id(0)
         seg = tl.program_id(1)
-    rows = tl.cast(rb, tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
+    ar = tl.arange(0, BLOCK_N)
+    if TIME_MAJOR:
+        ar = tl.max_contiguous(ar, 4)
+    rows = tl.cast(rb, tl.int64) * BLOCK_N + ar.to(tl.int64)[:, None]
     seg_len = tl.minimum(SEG, T - tl.cast(seg, tl.int64) * SEG)
     return rows, seg, n_segs, tl.cdiv(seg_len, BLOCK_T)
 
 
 @triton.jit
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
-                  PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr):
+                  PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
+                  TIME_MAJOR: tl.constexpr):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
-    mask, and the carry entering the segment (0, or from the summaries in PHASE 2; with
-    ONE_CHUNK, :func:`scan_step` reads the summaries instead, after the tile's loads)."""
-    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True)
+    mask, the summary strides (:func:`summary_strides`), and the carry entering the segment
+    (0, or from the summaries in PHASE 2; with ONE_CHUNK, :func:`scan_step` reads the
+    summaries instead, after the tile's loads)."""
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR)
     row_mask = rows < R
+    s_sr, s_ss = summary_strides(R, n_segs, TIME_MAJOR)
     carry = tl.zeros([BLOCK_N], DT)
     if PHASE == 2:
         if not ONE_CHUNK:
-            carry = segment_carry_in(sum_a_ptr, sum_b_ptr, rows, row_mask, seg, n_segs, carry, True, S_BLOCK)
-    return rows, row_mask, seg, n_segs, n_chunks, carry
+            carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, True,
+                                     S_BLOCK)
+    return rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss
 
 
 @triton.jit
@@ -348,7 +390,7 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 
 
 @triton.jit
-def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
     """One chunk (a [BN, BT] tile in scan order): ``scan_tile`` from ``carry`` (PHASE 0/2),
     or, in PHASE 3, the carry found by look-back (``carry`` is then the value entering the
@@ -359,7 +401,7 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, row
     their loads and scan come after the tile's loads are in flight rather than before."""
     if PHASE == 2:
         if ONE_CHUNK:
-            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, rows, row_mask, seg, n_segs, carry, REVERSE, W)
+            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W)
     if PHASE == 3:
         a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
@@ -371,13 +413,13 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, row
 
 
 @triton.jit
-def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                     PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
+def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg,
+                     n_segs, PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
     """``scan_tile_lagged`` with the PHASE 3 look-back carry or the deferred PHASE 2
     carry-in (see :func:`scan_step`)."""
     if PHASE == 2:
         if ONE_CHUNK:
-            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, rows, row_mask, seg, n_segs, carry, REVERSE, W)
+            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W)
     if PHASE == 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
