@@ -26,7 +26,7 @@ for stage in $stages; do
              | tail -40 ;;
     sweep) timeout 240 python3 benchmarks/sweep.py gae 2>&1 | tee "$OUT/sweep_gae.log" | grep -v "^ *skip" ;;
     sweep-tm) SWEEP_TIME_MAJOR=1 timeout 300 python3 benchmarks/sweep.py gae \
-               32768x8,32768x64,4096x128,16384x512,4096x2048,512x4096,1024x512 2>&1 | tee "$OUT/sweep_gae_tm.log" \
+               32768x8,32768x64,4096x128,16384x512,4096x2048,512x4096,1024x512,16x262144 2>&1 | tee "$OUT/sweep_gae_tm.log" \
              | grep -v "^ *skip" ;;
     *) echo "unknown stage $stage" ;;
   esac

@@ -35,6 +35,18 @@ def candidates(R: int, T: int):
         out.append(launch.plan(R, T))
         if T < 2:
             return out
+        if R < 128:
+            # few rows: a tile as wide as the rows (4 per thread, the other lanes along
+            # time), long chunks, segments of 2048 steps as the batch-major long rows
+            bn = max(4, 1 << (R - 1).bit_length())
+            for bt, w in ((256, 2), (512, 4), (1024, 4), (2048, 8)):
+                if bt > p2:
+                    continue
+                n_chunks = -(-T // bt)
+                for per in sorted({max(1, 2048 // bt), max(1, 4096 // bt)}):
+                    segs = -(-n_chunks // per)
+                    out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True))
+            return out
         for bn in (128, 256):
             row_blocks = -(-R // bn)
             for bt in (4, 8, 16, 32):

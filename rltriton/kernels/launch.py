@@ -375,8 +375,9 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     sum_b = torch.empty(lanes * pl.segments, dtype=dtype, device=device)
     grid = (rows_grid, pl.segments)
     # the summary tile of the carry-in scan also needs an element per thread (time-major:
-    # its rows already give every thread elements, and the segments are in-thread)
-    s_block = _next_pow2(pl.segments) if pl.time_major else max(_next_pow2(pl.segments), 32 * pl.num_warps)
+    # its block_n rows count too; with 128 rows the segments stay inside the threads)
+    threads = 32 * pl.num_warps
+    s_block = max(_next_pow2(pl.segments), _cdiv(threads, pl.block_n) if pl.time_major else threads)
     full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
     return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, **common)) for phase in (1, 2)], [sum_a, sum_b]
 
