@@ -42,6 +42,19 @@ def test_kernels_scan_forward_with_vector_access(counts, name):
     assert st["cvt"] == 0, st
 
 
+# global loads per thread, [1, 512] on 4 warps: values[t+1] (and Retrace's log-ratio and
+# lam at t+1) come from a register shift of the tile at t plus one load per group of 4
+# (scan.load_next); loading them at t+1 took four scalar loads per group (12, 11, 13, 17)
+MAX_LOADS = {"gae": 9, "td_lambda": 9, "vtrace": 10, "retrace": 12}
+
+
+@pytest.mark.parametrize("name", sorted(MAX_LOADS))
+def test_next_step_values_are_shifted_not_reloaded(counts, name):
+    st = counts[name]
+    assert st["ldg"] <= MAX_LOADS[name], st
+    assert st["cvt"] == 0, st
+
+
 @pytest.mark.parametrize("name", ["gae_phase1", "gae_phase2"])
 def test_split_passes_scan_forward(counts, name):
     assert counts[name]["reverse_scans"] == 0, counts[name]

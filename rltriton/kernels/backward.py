@@ -42,6 +42,8 @@ from rltriton.kernels.scan import (
     group_order,
     load_coef,
     load_flag,
+    load_next,
+    load_next_only,
     load_tile,
     next_state_values,
     scalar,
@@ -118,7 +120,7 @@ def gae_kernel(
         )
         r = load_tile(r_ptr, rows3, ts, s_r_n, s_r_t, mask, DT)
         v = load_tile(v_ptr, rows3, ts, s_v_n, s_v_t, mask, DT)
-        v_next = load_tile(v_ptr, rows3, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
+        v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
         nv = next_state_values(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
@@ -172,7 +174,7 @@ def td_lambda_kernel(
         r = load_tile(r_ptr, rows3, ts, s_r_n, s_r_t, mask, DT)
         v_next = tl.zeros(r.shape, DT)
         if HAS_VALUES:
-            v_next = load_tile(v_ptr, rows3, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
+            v_next = load_next_only(v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
         nv = next_state_values(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
             HAS_VALUES, HAS_TRUNC, NV_MODE, DT,
@@ -229,7 +231,7 @@ def vtrace_kernel(
         )
         r = load_tile(r_ptr, rows3, ts, s_r_n, s_r_t, mask, DT)
         v = load_tile(v_ptr, rows3, ts, s_v_n, s_v_t, mask, DT)
-        v_next = load_tile(v_ptr, rows3, ts + 1, s_v_n, s_v_t, mask & (ts + 1 < T), DT)
+        v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
         ratio = tl.exp(load_tile(lr_ptr, rows3, ts, s_lr_n, s_lr_t, mask, DT))
         nv = next_state_values(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
@@ -330,9 +332,12 @@ def retrace_kernel(
         else:
             q = load_tile(q_ptr, rows3, ts, s_q_n, s_q_t, mask, DT)
             v = load_tile(v_ptr, rows3, ts, s_v_n, s_v_t, mask, DT)
-            v_next = load_tile(v_ptr, rows3, ts + 1, s_v_n, s_v_t, has_next, DT)
-            lr_next = load_tile(lr_ptr, rows3, ts + 1, s_lr_n, s_lr_t, has_next, DT)
-        l_next = load_coef(l_ptr, l_hi, l_lo, rows3, ts + 1, s_l_n, s_l_t, has_next, L_TENSOR, DT)
+            v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
+            lr_next = load_next_only(lr_ptr, rows, row_mask, ts, T, s_lr_n, s_lr_t, DT)
+        if L_TENSOR:  # lm is the tile of lam at ts (0 beyond T): shift it
+            l_next = load_next(lm, l_ptr, rows, row_mask, ts, T, s_l_n, s_l_t, DT)
+        else:
+            l_next = scalar(l_hi, l_lo, DT)
         c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
         nv = next_state_values(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,

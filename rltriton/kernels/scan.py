@@ -131,6 +131,44 @@ def load_tile(ptr, rows, ts, s_n, s_t, mask, DT: tl.constexpr, other=0.0):
 
 
 @triton.jit
+def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
+    """``ptr[rows, t + 1]`` (0 where t + 1 >= T) for a group-form tile whose steps ``ts``
+    [1, BT/G, G] were loaded into ``x`` (0 where t >= T); rows and row_mask are [BN, 1].
+
+    Inside a group of 4 the next step is the thread's next element: a register shift of
+    ``x``; only the group's last step reads memory (the first step of the later group, held
+    by another thread). That is one load per group instead of four that cannot be vector
+    accesses (t + 1 is not 16-byte aligned). Time-major tiles (G = 1) load ``ts + 1``
+    directly: there the vector runs along rows, and the row's next step is aligned too."""
+    G: tl.constexpr = x.shape[2]
+    if G == 4:
+        BN: tl.constexpr = x.shape[0]
+        NG: tl.constexpr = x.shape[1]
+        even, odd = tl.split(tl.reshape(x, [BN, NG, 2, 2]))  # steps (0, 2) and (1, 3)
+        x0, x2 = tl.split(even)
+        x1, x3 = tl.split(odd)
+        # each group's last step, split out of the times like x3 out of x (same layout)
+        t_even, t_odd = tl.split(tl.reshape(ts + tl.zeros(x.shape, tl.int64), [BN, NG, 2, 2]))
+        _t1, t_last = tl.split(t_odd)
+        e = tl.load(ptr + rows * s_n + (t_last + 1) * s_t, mask=row_mask & (t_last + 1 < T), other=0.0).to(DT)
+        # next of steps (0, 2) is (1, 3); next of steps (1, 3) is (2, e)
+        return tl.reshape(tl.join(tl.join(x1, x3), tl.join(x2, e)), [BN, NG, G])
+    else:
+        return load_tile(ptr, rows[:, :, None], ts + 1, s_n, s_t, row_mask[:, :, None] & (ts + 1 < T), DT)
+
+
+@triton.jit
+def load_next_only(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
+    """:func:`load_next` where the tile at ``ts`` itself is not otherwise needed: groups of
+    4 load it (one vector access) and shift it, which still beats four scalar accesses."""
+    if ts.shape[2] == 4:
+        x = load_tile(ptr, rows[:, :, None], ts, s_n, s_t, row_mask[:, :, None] & (ts < T), DT)
+        return load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT)
+    else:
+        return load_tile(ptr, rows[:, :, None], ts + 1, s_n, s_t, row_mask[:, :, None] & (ts + 1 < T), DT)
+
+
+@triton.jit
 def load_flag(ptr, rows, ts, s_n, s_t, mask):
     """A flag tile as int1 (nonzero = set; bool, integer or float storage)."""
     return tl.load(ptr + rows * s_n + ts * s_t, mask=mask, other=0) != 0
