@@ -443,13 +443,14 @@ def _dt(p: Problem):
     return tl.float64 if p.dtype == torch.float64 else tl.float32
 
 
-def _output(p: Problem, like: tuple[Tensor, int, int]) -> tuple[Tensor, int, int]:
-    """An output laid out like ``like`` (the caller's rewards as returned by ``_Rows``) and
-    its [rows, T] strides; time-last contiguous when that layout does not merge."""
-    src = like[0]
-    out = empty_like(src, dtype=p.dtype)
+def _output(p: Problem, caller: Tensor, like: tuple[Tensor, int, int]) -> tuple[Tensor, int, int]:
+    """An output of the caller's shape laid out like ``caller`` (the caller's rewards) and
+    its [rows, T] strides (``like``: the rewards as returned by ``_Rows``); time-last
+    contiguous, then moved to ``time_dim``, when that layout does not merge (``_Rows`` then
+    read a copy, and the output must still come back in the caller's shape)."""
+    out = empty_like(caller, dtype=p.dtype)
     out_stride = out.stride()
-    if out_stride == src.stride():  # dense inputs: empty_like kept their layout
+    if like[0] is caller and out_stride == caller.stride():  # read in place, dense: same strides
         return out, like[1], like[2]
     st = merged_strides(out.shape, out_stride, p.time_dim)
     if st is None:
@@ -503,24 +504,25 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     rows = _Rows(p)
     r = rows(raw["rewards"])
     like = r
+    caller = raw["rewards"]
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
     pl = plan_for(R, T, p.device, time_major=r[1] == 1)  # unit row stride: [T, N] storage
     if kind == "gae":
-        adv = _output(p, like)
-        tgt = _output(p, like)
+        adv = _output(p, caller, like)
+        tgt = _output(p, caller, like)
         args = [*r, *rows(raw["values"]), *common, *adv, *tgt, R]
         _launch(gae_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return adv[0], tgt[0]
     if kind == "td_lambda":
         v = rows(raw.get("values"))
-        out = _output(p, like)
+        out = _output(p, caller, like)
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "HAS_VALUES": v[0] is not None}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
-        vs = _output(p, like)
-        pg = _output(p, like)
+        vs = _output(p, caller, like)
+        pg = _output(p, caller, like)
         args = [
             *r, *rows(raw["values"]), *common, *rows(raw["log_rhos"]),
             *split_scalar(assigner.rho_bar), *split_scalar(assigner.c_bar), *split_scalar(assigner.pg_rho_bar),
@@ -529,8 +531,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         _launch(vtrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return vs[0], pg[0]
     if kind == "retrace":
-        qt = _output(p, like)
-        adv = _output(p, like)
+        qt = _output(p, caller, like)
+        adv = _output(p, caller, like)
         if "action_values" in raw:
             t = p.tensors
             A = t["action_values"].shape[-1]
