@@ -81,8 +81,9 @@ Flags
 ``done`` is the cut signal, as in TorchRL; ``terminated`` says which cuts have no next-state
 value. From whichever of the three flags are present (bool, integer or float; nonzero = set):
 
-* terminated = ``terminated``; if absent: ``done and not truncated`` when ``truncated`` is
-  present, else ``done``;
+* terminated = ``terminated``; if absent, ``done`` (SPEC section 5, and TorchRL's value
+  estimators, which default the terminated key to done): a rollout that records ``done`` and
+  ``truncated`` but not ``terminated`` gets no bootstrap at its done steps;
 * truncated = (``done`` or ``terminated`` or ``truncated``) and not terminated. A step
   that is done but neither terminated nor truncated counts as truncated (TorchRL reads
   ``done & ~terminated`` the same way); a step both terminated and truncated is terminated.
@@ -283,9 +284,10 @@ def resolve_flags(
 ) -> tuple[Tensor | None, Tensor | None]:
     """(terminated, truncated) for the estimators from whichever flags are present.
 
-    terminated: ``terminated``; else ``done & ~truncated`` if ``truncated`` is given; else
-    ``done``. truncated: ``(done | terminated | truncated) & ~terminated`` (a done step that
-    is not terminated is a truncation, as TorchRL reads ``done & ~terminated``).
+    terminated: ``terminated``; else ``done`` (SPEC section 5; TorchRL's estimators default
+    the terminated key to done). truncated: ``(done | terminated | truncated) & ~terminated``
+    (a done step that is not terminated is a truncation, as TorchRL reads ``done &
+    ~terminated``).
     """
     d, te, tr = _bool(done), _bool(terminated), _bool(truncated)
     if d is None and te is None and tr is None:
@@ -295,7 +297,7 @@ def resolve_flags(
             return None, tr
         if tr is None:
             return d, None  # done is terminated: nothing else cuts
-        te = d & ~tr
+        te = d
     others = [f for f in (d, tr) if f is not None]
     if not others:
         return te, None

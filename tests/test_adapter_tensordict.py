@@ -176,9 +176,9 @@ def test_flag_resolution():
     assert term.tolist() == [True, True, True, False, False] and trunc is None
     term, trunc = resolve_flags(d, te, None)
     assert term.tolist() == te.bool().tolist() and trunc.tolist() == [False, True, True, False, False]
-    term, trunc = resolve_flags(d, None, tr)  # terminated = done and not truncated
-    assert term.tolist() == [True, False, True, False, False]
-    assert trunc.tolist() == [False, True, False, False, True]
+    term, trunc = resolve_flags(d, None, tr)  # SPEC section 5: terminated = done when absent
+    assert term.tolist() == d.bool().tolist()
+    assert trunc.tolist() == [False, False, False, False, True]  # a truncation that is not done
     term, trunc = resolve_flags(None, None, tr)
     assert term is None and trunc.tolist() == tr.bool().tolist()
     with pytest.raises(KeyError, match="done"):
@@ -194,8 +194,9 @@ def test_flags_present_in_any_combination(present):
         if f not in present:
             del td["next", f]
     x = tensors(full)
-    if present == ("done",):
-        term, trunc = x["term"] | x["trunc"], None  # TorchRL: terminated defaults to done
+    if present in (("done",), ("done", "truncated")):
+        # SPEC section 5 (TorchRL too): terminated defaults to done
+        term, trunc = x["term"] | x["trunc"], None
     else:
         term, trunc = x["term"], x["trunc"]
     rt.GAE(GAMMA, LAM)(td)

@@ -308,6 +308,17 @@ def test_module_outputs_match_torchrl(cls, theirs, extra, source):
         torch.testing.assert_close(out["next", "reward"], ref["next", "reward"], **CLOSE)
 
 
+@pytest.mark.parametrize("cls,theirs,extra", MODULE_CASES[:1] + MODULE_CASES[6:7])
+def test_done_and_truncated_without_terminated(cls, theirs, extra):
+    """No ("next", "terminated") entry: terminated defaults to done (SPEC section 5), as in
+    TorchRL's estimators, so time-limit steps do not bootstrap either."""
+    td = rollout(seed=7)
+    del td["next", "terminated"]
+    out = build(cls, extra, value_network=None)(td.clone())
+    ref = build(theirs, extra, value_network=None)(td.clone())
+    assert_same_outputs(out, ref)
+
+
 @pytest.mark.parametrize("cls,theirs,extra", PAIRS)
 def test_steps_to_next_obs(cls, theirs, extra):
     """Multi-step transitions: gamma ** steps_to_next_obs per step."""
