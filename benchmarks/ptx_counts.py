@@ -69,35 +69,36 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False):
 
 
 BASE = dict(HAS_TERM=True, HAS_TRUNC=True, NV_MODE=2, G_TENSOR=False, L_TENSOR=False, DT=tl.float32)
+# the backward kernels and the constexprs that pick each estimator's form
+KERNELS = {"gae": (B.gae_kernel, {}), "td_lambda": (B.td_lambda_kernel, {"HAS_VALUES": True}),
+           "vtrace": (B.vtrace_kernel, {}), "retrace": (B.retrace_kernel, {"ACTION_FORM": False}),
+           "retrace_av": (B.retrace_kernel, {"ACTION_FORM": True})}
+# the forward kernel as eligibility traces with dones and an initial trace
+TRACES = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32)
 
 def static_checks() -> dict[str, dict]:
     """The configurations ``tests/test_kernels_static.py`` checks (it runs this module in a
     subprocess: under ``TRITON_INTERPRET=1`` kernels are interpreted, not compiled)."""
     out = {}
-    kernels = {"gae": (B.gae_kernel, {}), "td_lambda": (B.td_lambda_kernel, {"HAS_VALUES": True}),
-               "vtrace": (B.vtrace_kernel, {}), "retrace": (B.retrace_kernel, {"ACTION_FORM": False}),
-               "retrace_av": (B.retrace_kernel, {"ACTION_FORM": True})}
-    for name, (kern, extra) in kernels.items():
+    for name, (kern, extra) in KERNELS.items():
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
         out[name] = build(kern, consts, 4)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)
-    consts = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32, BLOCK_N=1,
-                  BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
+    consts = dict(TRACES, BLOCK_N=1, BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
     out["traces"] = build(F.forward_kernel, consts, 4)
     # time-major tiles (launch.plan_time_major): 128 rows by 16 steps on 4 warps side by side
     # in time, chunk loop; PHASE 2 of a split with 16 segments; one warp of 4 steps (each
     # thread's scan is its own: no shuffles at all)
-    for name, (kern, extra) in kernels.items():
+    for name, (kern, extra) in KERNELS.items():
         consts = {**BASE, **extra, "BLOCK_N": 128, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
         out[f"{name}_tm"] = build(kern, consts, 4, time_major=True)
     consts = {**BASE, "BLOCK_N": 128, "BLOCK_T": 16, "PHASE": 2, "S_BLOCK": 16, "ONE_CHUNK": False}
     out["gae_tm_phase2"] = build(B.gae_kernel, consts, 4, time_major=True)
     consts = {**BASE, "BLOCK_N": 128, "BLOCK_T": 4, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
     out["gae_tm_one_warp"] = build(B.gae_kernel, consts, 1, time_major=True)
-    consts = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32,
-                  BLOCK_N=128, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False)
+    consts = dict(TRACES, BLOCK_N=128, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False)
     out["traces_tm"] = build(F.forward_kernel, consts, 4, time_major=True)
     return out
 
@@ -113,10 +114,7 @@ elif __name__ == "__main__" and "--time-major" in sys.argv:
         consts = {**BASE, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "TIME_MAJOR": False}
         print(f"gae generic tiles [{bn:>3},{bt:>4}] w{w}", build(B.gae_kernel, consts, w, time_major=True), flush=True)
-    cases = [("gae", B.gae_kernel, {}), ("td_lambda", B.td_lambda_kernel, {"HAS_VALUES": True}),
-             ("vtrace", B.vtrace_kernel, {}), ("retrace", B.retrace_kernel, {"ACTION_FORM": False}),
-             ("retrace_av", B.retrace_kernel, {"ACTION_FORM": True})]
-    for name, kern, extra in cases:
+    for name, (kern, extra) in KERNELS.items():
         for bn, bt, w, phase, sb in [(128, 8, 1, 0, 1), (128, 16, 1, 0, 1), (512, 8, 4, 0, 1), (128, 8, 1, 1, 16),
                                      (128, 8, 1, 2, 16)]:
             consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": phase, "S_BLOCK": sb, "ONE_CHUNK": False}
@@ -125,10 +123,7 @@ elif __name__ == "__main__" and "--time-major" in sys.argv:
 elif __name__ == "__main__":
     plans = [(1, 512, 4, 0, True, 1), (32, 8, 2, 0, True, 1), (1, 1024, 8, 0, False, 1), (1, 2048, 8, 1, True, 256),
              (1, 2048, 8, 2, True, 256), (1, 1024, 8, 3, True, 256)]
-    cases = [("gae", B.gae_kernel, {}), ("td_lambda", B.td_lambda_kernel, {"HAS_VALUES": True}),
-             ("vtrace", B.vtrace_kernel, {}), ("retrace", B.retrace_kernel, {"ACTION_FORM": False}),
-             ("retrace_av", B.retrace_kernel, {"ACTION_FORM": True})]
-    for name, kern, extra in cases:
+    for name, (kern, extra) in KERNELS.items():
         for bn, bt, w, phase, one, sb in plans:
             consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": phase, "S_BLOCK": sb, "ONE_CHUNK": one}
             try:
@@ -140,6 +135,5 @@ elif __name__ == "__main__":
         consts = {**BASE, "DT": dt, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
         types = {n: pt for n in B.gae_kernel.arg_names if n.endswith("_ptr") and n not in FLAGS}
         print("gae", dt, pt, build(B.gae_kernel, consts, 4, types))
-    consts = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32, BLOCK_N=1,
-                  BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
+    consts = dict(TRACES, BLOCK_N=1, BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
     print("traces", build(F.forward_kernel, consts, 4))

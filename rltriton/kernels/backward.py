@@ -51,6 +51,7 @@ from rltriton.kernels.scan import (
     scan_step,
     scan_step_lagged,
     segment_setup,
+    store_summary,
 )
 
 
@@ -77,16 +78,6 @@ def _prologue(
     lm = lm + tl.zeros(ts.shape, DT) + tl.zeros(rows.shape, DT)
     gk = tl.where(term, 0.0, g)
     return trunc, done, g, lm, gk
-
-
-@triton.jit
-def _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE: tl.constexpr):
-    """PHASE 1: the composed map of this program's segment, at (rows, seg) of the summaries
-    (``scan.summary_strides``)."""
-    if PHASE == 1:
-        off = rows * s_sr + seg * s_ss
-        tl.store(sum_a_ptr + off, seg_a[:, None], mask=row_mask)
-        tl.store(sum_b_ptr + off, seg_b[:, None], mask=row_mask)
 
 
 @triton.jit
@@ -138,7 +129,7 @@ def gae_kernel(
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows3 * s_a_n + ts * s_a_t, adv, mask=mask)
             tl.store(tgt_ptr + rows3 * s_o_n + ts * s_o_t, adv + v, mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -191,7 +182,7 @@ def td_lambda_kernel(
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
             )
             tl.store(out_ptr + rows3 * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -254,7 +245,7 @@ def vtrace_kernel(
             q = tl.where(inside, q_in, r + gk * nv)
             tl.store(vs_ptr + rows3 * s_vs_n + ts * s_vs_t, v + d, mask=mask)
             tl.store(pg_ptr + rows3 * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
 @triton.jit
@@ -356,4 +347,4 @@ def retrace_kernel(
             d = group_order(d, r)
             tl.store(qt_ptr + rows3 * s_qt_n + ts * s_qt_t, q + d, mask=mask)
             tl.store(adv_ptr + rows3 * s_a_n + ts * s_a_t, q + d - v, mask=mask)
-    _store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)

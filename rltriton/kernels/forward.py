@@ -25,6 +25,7 @@ from rltriton.kernels.scan import (
     scan_step,
     segment_carry_in,
     segment_chunk,
+    store_summary,
     summary_strides,
 )
 
@@ -89,7 +90,4 @@ def forward_kernel(
                 n_segs, PHASE, False, S_BLOCK, ONE_CHUNK,
             )
             tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
-    if PHASE == 1:
-        off = lanes * s_sr + seg * s_ss
-        tl.store(sum_a_ptr + off, seg_a[:, None], mask=lane_mask)
-        tl.store(sum_b_ptr + off, seg_b[:, None], mask=lane_mask)
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, seg_a, seg_b, PHASE)

@@ -73,7 +73,7 @@ class Plan(NamedTuple):
     segments: int
     seg_len: int
     lookback: bool = False  # one pass with decoupled look-back instead of two launches
-    time_major: bool = False  # tiles for rows-contiguous storage (see _TM_ROWS_PER_WARP)
+    time_major: bool = False  # tiles for rows-contiguous storage (see _TM_ROWS, plan_time_major)
 
 
 @functools.lru_cache(maxsize=16)

@@ -263,6 +263,16 @@ def summary_strides(R, n_segs, TIME_MAJOR: tl.constexpr):
 
 
 @triton.jit
+def store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE: tl.constexpr):
+    """PHASE 1: the composed map (seg_a, seg_b) [BN] of this program's segment, at (rows,
+    seg) of the summaries (:func:`summary_strides`); rows and row_mask are [BN, 1]."""
+    if PHASE == 1:
+        off = rows * s_sr + seg * s_ss
+        tl.store(sum_a_ptr + off, seg_a[:, None], mask=row_mask)
+        tl.store(sum_b_ptr + off, seg_b[:, None], mask=row_mask)
+
+
+@triton.jit
 def segment_carry_in(
     sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr,
     S_BLOCK: tl.constexpr,
