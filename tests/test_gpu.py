@@ -46,6 +46,15 @@ def _compare(case: Case, ref: tuple[torch.Tensor, ...], what: str) -> None:
         assert_matches(o.cpu(), r.cpu(), case, f"{what}[{i}]")
 
 
+def _compare_time_major(case: Case, ref: tuple[torch.Tensor, ...], what: str) -> None:
+    """``case`` stored time-major ([T, *B], time_dim=0) on the GPU against the batch-major
+    reference outputs ``ref``."""
+    tm = on_gpu(to_time_major(case))
+    for i, (o, r) in enumerate(zip(tm(backend="triton"), ref)):
+        assert o.is_cuda
+        assert_matches(o.movedim(0, -1).cpu(), r, tm, f"{what} time-major[{i}]")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", CLASSIC + MASSIVE, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -58,10 +67,7 @@ def test_grid(shape, name, dtype):
                      flag_dtype=(torch.bool, torch.uint8, torch.float32)[k % 3])
     ref = case(backend="reference")
     _compare(on_gpu(case), ref, f"{name} {shape} {dtype}")
-    tm = on_gpu(to_time_major(case))
-    out = tm(backend="triton")
-    for i, (o, r) in enumerate(zip(out, ref)):
-        assert_matches(o.movedim(0, -1).cpu(), r, tm, f"{name} {shape} time-major[{i}]")
+    _compare_time_major(case, ref, f"{name} {shape} {dtype}")
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -71,9 +77,7 @@ def test_awkward_small_shapes(shape, name):
     case = make_case(name, shape, seed=shape[1])
     ref = case(backend="reference")
     _compare(on_gpu(case), ref, f"{name} {shape}")
-    tm = on_gpu(to_time_major(case))
-    for i, (o, r) in enumerate(zip(tm(backend="triton"), ref)):
-        assert_matches(o.movedim(0, -1).cpu(), r, tm, f"{name} {shape} time-major[{i}]")
+    _compare_time_major(case, ref, f"{name} {shape}")
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -83,12 +87,9 @@ def test_time_major_tiles_on_gpu(shape, name):
     of 1000 % 128 rows, a split in time (600 x 5000), and a chunk shorter than the tile."""
     from rltriton.kernels import launch
 
-    case = make_case(name, shape, seed=shape[1])
-    ref = case(backend="reference")
-    tm = on_gpu(to_time_major(case))
     assert launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=True).time_major
-    for i, (o, r) in enumerate(zip(tm(backend="triton"), ref)):
-        assert_matches(o.movedim(0, -1).cpu(), r, tm, f"{name} {shape} time-major[{i}]")
+    case = make_case(name, shape, seed=shape[1])
+    _compare_time_major(case, case(backend="reference"), f"{name} {shape}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
