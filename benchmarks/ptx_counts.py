@@ -12,19 +12,33 @@ scan costs 12 (benchmarks/results/2026-11-29-h200-sessionlog.md); a static guide
 timing: the H200 decides.
 """
 import re
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rltriton.kernels import backward as B  # noqa: E402
 from rltriton.kernels import forward as F  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 FLAGS = ("term_ptr", "trunc_ptr")
+
+
+def registers(ptx: str) -> int:
+    """Registers per thread that ptxas (from Triton's wheel) gives this PTX for sm_90a."""
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_text(ptx)
+        res = subprocess.run([str(ptxas), "-arch=sm_90a", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
+                             capture_output=True, text=True, check=True)
+    return int(re.search(r"Used (\d+) registers", res.stderr + res.stdout).group(1))
 
 
 def build(kernel, consts, warps, ptr_types=None, time_major=False):
@@ -62,13 +76,18 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(kernel, sig, cf, attrs), target=TARGET, options=dict(num_warps=warps))
     ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
-    return {"shfl": len(re.findall(r"\bshfl\.", ptx)), "lds": len(re.findall(r"\bld\.shared", ptx)),
+    return {"regs": registers(ptx), "shfl": len(re.findall(r"\bshfl\.", ptx)),
+            "lds": len(re.findall(r"\bld\.shared", ptx)),
             "sts": len(re.findall(r"\bst\.shared", ptx)), "ldg": len(re.findall(r"\bld\.global", ptx)),
             "v4": len(re.findall(r"\b(?:ld|st)\.global[.a-z0-9]*\.v4", ptx)), "cvt": ttgir.count("convert_layout"),
             "reverse_scans": ttgir.count("reverse = true")}
 
 
-BASE = dict(HAS_TERM=True, HAS_TRUNC=True, NV_MODE=2, G_TENSOR=False, L_TENSOR=False, DT=tl.float32)
+# GROUP_TILES: the backward kernels' group-form chunks (launch._GROUP_TILES, Triton >= 3.7);
+# the "_time_order" entries build the form Triton < 3.7 gets (chunks in time order, scanned
+# in reverse)
+BASE = dict(HAS_TERM=True, HAS_TRUNC=True, NV_MODE=2, G_TENSOR=False, L_TENSOR=False, DT=tl.float32,
+            GROUP_TILES=True)
 # the backward kernels and the constexprs that pick each estimator's form
 KERNELS = {"gae": (B.gae_kernel, {}), "td_lambda": (B.td_lambda_kernel, {"HAS_VALUES": True}),
            "vtrace": (B.vtrace_kernel, {}), "retrace": (B.retrace_kernel, {"ACTION_FORM": False}),
@@ -83,9 +102,18 @@ def static_checks() -> dict[str, dict]:
     for name, (kern, extra) in KERNELS.items():
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
         out[name] = build(kern, consts, 4)
+    for name, (kern, extra) in KERNELS.items():
+        consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                  "GROUP_TILES": False}
+        out[f"{name}_time_order"] = build(kern, consts, 4)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)
+    # V-trace's PHASE 2 as the long rows of the benchmark run it (terminated flags, a last
+    # value; 128 segments on 8 warps): its registers decide how many programs share an SM
+    consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 2, "S_BLOCK": 256,
+              "ONE_CHUNK": True}
+    out["vtrace_phase2"] = build(B.vtrace_kernel, consts, 8)
     consts = dict(TRACES, BLOCK_N=1, BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
     out["traces"] = build(F.forward_kernel, consts, 4)
     # time-major tiles (launch.plan_time_major): 128 rows by 16 steps on 4 warps side by side

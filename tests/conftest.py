@@ -54,6 +54,7 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) ->
     # 2 warps, so T = 63 spans 16 chunks (and 3 segments when split; unsplit, the tiles are
     # kept however few the row programs)
     monkeypatch.setattr(launch, "_TM_MIN_ROWS", 1)
+    monkeypatch.setattr(launch, "_TM_MIN_STEPS", 2)
     monkeypatch.setattr(launch, "_TM_PROGRAMS_PER_SM", 1 if split else 0)
     monkeypatch.setattr(launch, "_TM_ROWS", 4)
     monkeypatch.setattr(launch, "_TM_STEPS_PER_THREAD", 2)

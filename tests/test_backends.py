@@ -18,10 +18,13 @@ from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, ma
 FEATURED = ("traces", "prefix_sum")
 
 
-@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback"])
+@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback", "triton-time-order"])
 def backend(request, monkeypatch):
     """The torch backend, or the Triton kernels with small tiles: one pass per row, the
-    two-phase time split, or the single-pass look-back split."""
+    two-phase time split, or the single-pass look-back split, all with the backward
+    kernels' group-form chunks (Triton >= 3.7); ``triton-time-order``: the two-phase split
+    with chunks in time order scanned in reverse (what Triton < 3.7 gets, the H200's
+    image included: ``launch._GROUP_TILES``)."""
     if request.param == "torch":
         return "torch"
     if not INTERPRET:
@@ -29,6 +32,7 @@ def backend(request, monkeypatch):
     launch = request.getfixturevalue("poisoned")
     mode = request.param
     use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback")
+    monkeypatch.setattr(launch, "_GROUP_TILES", mode != "triton-time-order")
     request.addfinalizer(launch.clear_caches)
     return "triton"
 
@@ -161,6 +165,7 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     used = _plans_used(monkeypatch, poisoned)
     monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
+    monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)
     monkeypatch.setattr(poisoned, "_TM_PROGRAMS_PER_SM", 0)  # keep the tiles for 2 row programs
     poisoned.clear_caches()
     try:
@@ -178,22 +183,28 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
 
 
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])
-def test_default_tiles_long_rows(name, request):
-    """Default tile sizes: T = 257 spans three 128-step chunks; 37 rows several programs."""
+@pytest.mark.parametrize("group_tiles", [True, False])
+def test_default_tiles_long_rows(name, group_tiles, request, monkeypatch):
+    """Default tile sizes: T = 257 spans three 128-step chunks; 37 rows several programs;
+    backward chunks in group form and in time order (``launch._GROUP_TILES``)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
-    request.getfixturevalue("poisoned")
+    launch = request.getfixturevalue("poisoned")
+    monkeypatch.setattr(launch, "_GROUP_TILES", group_tiles)
+    launch.clear_caches()
     check(make_case(name, (37, 257), seed=29), "triton")
     check(make_case(name, (1100, 3), seed=31), "triton")
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
-def test_split_one_chunk_segments(name, monkeypatch, poisoned):
+@pytest.mark.parametrize("group_tiles", [True, False])
+def test_split_one_chunk_segments(name, group_tiles, monkeypatch, poisoned):
     """The two-phase split with segments of one chunk (``ONE_CHUNK`` in both passes), as the
-    GPU runs the longest rows."""
+    GPU runs the longest rows; backward chunks in group form and in time order."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", group_tiles)
     monkeypatch.setattr(poisoned, "_SEG_STEPS", 16)
     monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
     poisoned.clear_caches()

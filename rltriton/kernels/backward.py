@@ -91,7 +91,7 @@ def gae_kernel(
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
@@ -99,11 +99,12 @@ def gae_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
+    REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(  # group form
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
+        rows3, row_mask3, ts, mask = chunk_tile(
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -119,12 +120,12 @@ def gae_kernel(
         alpha = tl.where(mask, r + gk * nv - v, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta))
+            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             adv, carry = scan_step(
                 scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows3 * s_a_n + ts * s_a_t, adv, mask=mask)
@@ -143,7 +144,7 @@ def td_lambda_kernel(
     HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
@@ -152,11 +153,12 @@ def td_lambda_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
+    REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(  # group form
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
+        rows3, row_mask3, ts, mask = chunk_tile(
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -174,12 +176,12 @@ def td_lambda_kernel(
         alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta))
+            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             out, carry = scan_step(
                 scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             tl.store(out_ptr + rows3 * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
@@ -197,7 +199,7 @@ def vtrace_kernel(
     HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
@@ -207,14 +209,15 @@ def vtrace_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
+    REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     rho_bar = scalar(rho_hi, rho_lo, DT)
     c_bar = scalar(c_hi, c_lo, DT)
     pg_bar = scalar(pg_hi, pg_lo, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(  # group form
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
+        rows3, row_mask3, ts, mask = chunk_tile(
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -231,12 +234,12 @@ def vtrace_kernel(
         alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm * tl.minimum(ratio, c_bar)), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta))
+            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             d, d_next, carry = scan_step_lagged(
                 scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             d = group_order(d, r)
             d_next = group_order(d_next, r)
@@ -285,6 +288,7 @@ def retrace_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, ACTION_FORM: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
     PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
+    GROUP_TILES: tl.constexpr,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -298,12 +302,13 @@ def retrace_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
+    REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(  # group form
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR)
+        rows3, row_mask3, ts, mask = chunk_tile(
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         has_next = mask & (ts + 1 < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -337,12 +342,12 @@ def retrace_kernel(
         alpha = tl.where(mask, r + gk * nv - q, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta))
+            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             d, carry = scan_step(
                 scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             d = group_order(d, r)
             tl.store(qt_ptr + rows3 * s_qt_n + ts * s_qt_t, q + d, mask=mask)

@@ -53,8 +53,28 @@ _TM_ROWS = 128
 _TM_STEPS_PER_THREAD = 4
 _TM_WARPS = 4
 _TM_MIN_ROWS = 512
+# Below this many steps the generic tiles win on [T, N] storage too (H200, Triton 3.6:
+# 32768 x 8 GAE 2.9 us generic against 3.5 time-major; 32768 x 64 28 against 16;
+# benchmarks/ab.py, 2026-11-29-h200-s4 results)
+_TM_MIN_STEPS = 32
 _TM_MAX_SEGMENTS = 16
 _TM_PROGRAMS_PER_SM = 1
+
+
+def _triton_version() -> tuple[int, int]:
+    import triton
+
+    major, minor = (triton.__version__.split(".") + ["0"])[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+# Backward kernels on batch-major storage hold a chunk in scan order as groups of 4 steps
+# (scan.chunk_times: forward scans, 12 shuffles per thread at [1, 512] on 4 warps) with
+# Triton >= 3.7. Before 3.7 Triton lowers the reshape from groups to the scanned tile as a
+# layout conversion through shared memory (4-8 KB a program): measured on an H200 with
+# Triton 3.6, that was 1.4-6x slower than a tile in time order scanned with
+# reverse=True (92 shuffles, no conversion), which those versions therefore get.
+_GROUP_TILES = _triton_version() >= (3, 7)
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -144,8 +164,9 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
     are cut into at most ``_TM_MAX_SEGMENTS`` segments of whole chunks when that at least
     doubles the programs (two passes; summaries stored segment-major so they too are read
     along rows), and only when the call is large enough for a second launch to pay off;
-    when it is not, None (the generic tiles)."""
-    if R < _TM_MIN_ROWS or T < 2:
+    when it is not, None (the generic tiles). Rows of fewer than ``_TM_MIN_STEPS`` steps
+    also take the generic tiles."""
+    if R < _TM_MIN_ROWS or T < max(2, _TM_MIN_STEPS):
         return None
     block_n = _TM_ROWS
     block_t = min(_TM_STEPS_PER_THREAD * _TM_WARPS, _next_pow2(T))
@@ -491,7 +512,7 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     ]
     meta = dict(
         HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
-        G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p),
+        G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES,
     )
     return args, meta
 

@@ -9,15 +9,19 @@ with fixed registers, and any T works.
 Combine: with ``acc`` the composition of the elements already scanned and ``new`` the
 next element in scan order, ``new ∘ acc = (a_new + b_new a_acc, b_new b_acc)``.
 
-Tiles are always held in **scan order**, so every scan here is a forward
-``tl.associative_scan``: Triton lowers ``reverse=True`` as a flip, scan, flip, and each flip
-costs log2(32) butterfly shuffles per element and value (92 shuffles per thread for a
-[1, 512] tile of (alpha, beta) on 4 warps, against 12 forward; the kernels are bound by
-that shuffle/shared-memory pipe). A backward estimator loads its chunk as groups of
-``G = 4`` steps in descending order, each group ascending in memory (one vector load per
-thread, see :func:`chunk_times`), works on that ``[BN, BT/G, G]`` "group form", and turns
-it into the scan-ordered ``[BN, BT]`` tile only around the scan (:func:`scan_order`,
-:func:`group_order`: a flip inside each thread's group and a reshape, no data movement).
+Backward estimators hold a chunk in one of two forms (``launch._GROUP_TILES`` picks by
+Triton version; :func:`chunk_times`):
+
+* **group form** (Triton >= 3.7): groups of ``G = 4`` steps in descending order, each group
+  ascending in memory (one vector load per thread), turned into the scan-ordered
+  ``[BN, BT]`` tile only around the scan (:func:`scan_order`, :func:`group_order`: a flip
+  inside each thread's group and a reshape, no data movement), so the scan is a forward
+  ``tl.associative_scan``: 12 shuffles per thread for a [1, 512] tile of (alpha, beta) on 4
+  warps, where ``reverse=True`` (lowered as flip, scan, flip) costs 92.
+* **time order** (Triton < 3.7): ``[BN, BT]`` in ascending time, scanned with
+  ``reverse=True``. Those versions lower the group form's reshape as a layout conversion
+  through shared memory (4-8 KB a program), which made the kernels MIO-bound and 1.4-6x
+  slower on an H200 with Triton 3.6 than the 92 shuffles.
 
 Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: the
 lanes lie along rows, 4 rows per thread, and each thread holds its rows' steps of the chunk
@@ -48,80 +52,109 @@ def affine_combine_lagged(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new
 
 
 @triton.jit
-def last_column(x):
-    """The last column of a [BN, BT] tile (the last element in scan order), as [BN]."""
+def last_column(x, REV: tl.constexpr = False):
+    """The last element in scan order of each row of a [BN, BT] tile, as [BN]: the last
+    column, or column 0 for a tile in time order scanned in reverse (``REV``)."""
     BT: tl.constexpr = x.shape[1]
     cols = tl.arange(0, BT)[None, :]
-    return tl.sum(tl.where(cols == BT - 1, x, 0.0), axis=1)
+    if REV:
+        pick = cols == 0
+    else:
+        pick = cols == BT - 1
+    return tl.sum(tl.where(pick, x, 0.0), axis=1)
 
 
 @triton.jit
-def scan_tile(alpha, beta, carry):
-    """Scan a [BN, BT] tile of (alpha, beta), columns in scan order, from the per-row
-    ``carry`` [BN]. Returns the tile of states and the carry for the next chunk."""
-    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine)
+def scan_tile(alpha, beta, carry, REV: tl.constexpr = False):
+    """Scan a [BN, BT] tile of (alpha, beta), columns in scan order (``REV``: in time
+    order, scanned from the last column), from the per-row ``carry`` [BN]. Returns the
+    tile of states and the carry for the next chunk."""
+    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
     out = a + b * carry[:, None]
-    return out, last_column(out)
+    return out, last_column(out, REV)
 
 
 @triton.jit
-def scan_tile_lagged(alpha, beta, carry):
-    """:func:`scan_tile` that also returns, at each column, the state one column earlier
+def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False):
+    """:func:`scan_tile` that also returns, at each column, the state one step earlier
     in scan order (for a backward estimator, the state at t+1; the carry at the first
-    column). Returns ``(D_t, D_{t+1}, new carry)``."""
+    step). Returns ``(D_t, D_{t+1}, new carry)``."""
     one = tl.full(alpha.shape, 1.0, alpha.dtype)
     zero = tl.zeros(alpha.shape, alpha.dtype)
-    p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged)
+    p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged, reverse=REV)
     c = carry[:, None]
     out = x + p * c
-    return out, y + q * c, last_column(out)
+    return out, y + q * c, last_column(out, REV)
 
 
 @triton.jit
-def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr):
-    """Times [1, BT/G, G] (int64) of the i-th chunk in scan order of segment ``seg`` of a
-    backward estimator, in group form: group g holds steps ``t_hi - G g - (G-1) ...
-    t_hi - G g`` (ascending within the group, so a thread's group is one vector load), with
-    ``t_hi`` the chunk's last step. ``scan_order`` of this is ``t_hi - j`` at column j.
+def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr):
+    """Times (int64) of the i-th chunk in scan order of segment ``seg`` of a backward
+    estimator, in one of three forms:
 
-    TIME_MAJOR (rows are the contiguous axis, see :func:`program_tile`): G = 1, times
-    simply descend; the vector accesses run along rows."""
-    G: tl.constexpr = 1 if TIME_MAJOR else (4 if BLOCK_T >= 4 else BLOCK_T)
+    * group form (``GROUP_TILES``) [1, BT/G, G]: group g holds steps ``t_hi - G g - (G-1)
+      ... t_hi - G g`` (ascending within the group, so a thread's group is one vector
+      load), with ``t_hi`` the chunk's last step. ``scan_order`` of this is ``t_hi - j``
+      at column j, scanned forward.
+    * time order (no ``GROUP_TILES``) [1, BT]: ``t_lo + j`` at column j, scanned with
+      ``reverse=True``. Triton before 3.7 turns the group form's reshape into a layout
+      conversion through shared memory (4-8 KB a program, MIO-bound: 6x slower at
+      512 x 4096 on an H200), while its reverse scan stays in registers and shuffles.
+    * TIME_MAJOR (rows are the contiguous axis, see :func:`program_tile`) [1, BT, 1]: G = 1,
+      times simply descend; the vector accesses run along rows."""
     c = n_chunks - 1 - i
-    t_hi = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T + (BLOCK_T - 1)
-    g = tl.arange(0, BLOCK_T // G).to(tl.int64)[None, :, None]
-    k = tl.arange(0, G).to(tl.int64)[None, None, :]
-    return t_hi - (G - 1) - G * g + k
+    t_lo = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T
+    if TIME_MAJOR or GROUP_TILES:
+        G: tl.constexpr = 1 if TIME_MAJOR else (4 if BLOCK_T >= 4 else BLOCK_T)
+        g = tl.arange(0, BLOCK_T // G).to(tl.int64)[None, :, None]
+        k = tl.arange(0, G).to(tl.int64)[None, None, :]
+        return t_lo + (BLOCK_T - G) - G * g + k
+    else:
+        return t_lo + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
 
 
 @triton.jit
-def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr):
-    """The i-th chunk of a backward kernel in group form: ``(rows [BN, 1, 1], row mask
-    [BN, 1, 1], times [1, BT/G, G] (:func:`chunk_times`), mask of in-range elements)``."""
-    rows3 = rows[:, :, None]
-    row_mask3 = row_mask[:, :, None]
-    ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR)
-    return rows3, row_mask3, ts, row_mask3 & (ts < T)
+def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr,
+               GROUP_TILES: tl.constexpr):
+    """The i-th chunk of a backward kernel: ``(rows, row mask, times (:func:`chunk_times`),
+    mask of in-range elements)``, rows and row mask shaped to broadcast with the times
+    ([BN, 1, 1] for the three-dimensional forms, [BN, 1] for time order)."""
+    ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES)
+    if len(ts.shape) == 3:
+        rows_t = rows[:, :, None]
+        row_mask_t = row_mask[:, :, None]
+    else:
+        rows_t = rows
+        row_mask_t = row_mask
+    return rows_t, row_mask_t, ts, row_mask_t & (ts < T)
 
 
 @triton.jit
 def scan_order(x):
-    """A [BN, BT/G, G] group-form tile (see :func:`chunk_times`) as [BN, BT] in scan order."""
-    BN: tl.constexpr = x.shape[0]
-    BT: tl.constexpr = x.shape[1] * x.shape[2]
-    if x.shape[2] == 1:  # time-major tiles: no groups to flip
-        return tl.reshape(x, [BN, BT])
+    """A tile of :func:`chunk_times`'s form as [BN, BT] for the scan: the group form
+    flipped inside each group and reshaped, time-major [BN, BT, 1] reshaped, time order as
+    it is (scanned in reverse)."""
+    if len(x.shape) == 2:
+        return x
     else:
-        return tl.reshape(tl.flip(x, 2), [BN, BT])
+        BN: tl.constexpr = x.shape[0]
+        BT: tl.constexpr = x.shape[1] * x.shape[2]
+        if x.shape[2] == 1:  # time-major tiles: no groups to flip
+            return tl.reshape(x, [BN, BT])
+        else:
+            return tl.reshape(tl.flip(x, 2), [BN, BT])
 
 
 @triton.jit
 def group_order(x, like):
-    """The inverse of :func:`scan_order`: [BN, BT] back to the group form of ``like``."""
-    if like.shape[2] == 1:
-        return tl.reshape(x, like.shape)
+    """The inverse of :func:`scan_order`: [BN, BT] back to the form of ``like``."""
+    if len(like.shape) == 2:
+        return x
     else:
-        return tl.flip(tl.reshape(x, like.shape), 2)
+        if like.shape[2] == 1:
+            return tl.reshape(x, like.shape)
+        else:
+            return tl.flip(tl.reshape(x, like.shape), 2)
 
 
 @triton.jit
@@ -140,8 +173,9 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
     by another thread). That is one load per group instead of four that cannot be vector
     accesses (t + 1 is not 16-byte aligned). Time-major tiles (G = 1) load ``ts + 1``
     directly: there the vector runs along rows, and the row's next step is aligned too."""
-    G: tl.constexpr = x.shape[2]
-    if G == 4:
+    if len(ts.shape) == 2:  # time order: t + 1 directly
+        return load_tile(ptr, rows, ts + 1, s_n, s_t, row_mask & (ts + 1 < T), DT)
+    elif ts.shape[2] == 4:
         BN: tl.constexpr = x.shape[0]
         NG: tl.constexpr = x.shape[1]
         even, odd = tl.split(tl.reshape(x, [BN, NG, 2, 2]))  # steps (0, 2) and (1, 3)
@@ -150,6 +184,7 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
         # each group's last step, split out of the times like x3 out of x (same layout)
         t_even, t_odd = tl.split(tl.reshape(ts + tl.zeros(x.shape, tl.int64), [BN, NG, 2, 2]))
         _t1, t_last = tl.split(t_odd)
+        G: tl.constexpr = 4
         e = tl.load(ptr + rows * s_n + (t_last + 1) * s_t, mask=row_mask & (t_last + 1 < T), other=0.0).to(DT)
         # next of steps (0, 2) is (1, 3); next of steps (1, 3) is (2, e)
         return tl.reshape(tl.join(tl.join(x1, x3), tl.join(x2, e)), [BN, NG, G])
@@ -161,7 +196,9 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
 def load_next_only(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
     """:func:`load_next` where the tile at ``ts`` itself is not otherwise needed: groups of
     4 load it (one vector access) and shift it, which still beats four scalar accesses."""
-    if ts.shape[2] == 4:
+    if len(ts.shape) == 2:
+        return load_tile(ptr, rows, ts + 1, s_n, s_t, row_mask & (ts + 1 < T), DT)
+    elif ts.shape[2] == 4:
         x = load_tile(ptr, rows[:, :, None], ts, s_n, s_t, row_mask[:, :, None] & (ts < T), DT)
         return load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT)
     else:
@@ -239,10 +276,11 @@ def next_state_values(
 
 
 @triton.jit
-def chunk_map(alpha, beta):
-    """The composed map (A, B) of a whole [BN, BT] tile in scan order, as two [BN]."""
-    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine)
-    return last_column(a), last_column(b)
+def chunk_map(alpha, beta, REV: tl.constexpr = False):
+    """The composed map (A, B) of a whole [BN, BT] tile in scan order (``REV``: a tile in
+    time order, scanned in reverse), as two [BN]."""
+    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+    return last_column(a, REV), last_column(b, REV)
 
 
 @triton.jit
@@ -275,29 +313,48 @@ def store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, 
 @triton.jit
 def segment_carry_in(
     sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr,
-    S_BLOCK: tl.constexpr,
+    S_BLOCK: tl.constexpr, TIME_MAJOR: tl.constexpr = False,
 ):
     """The carry entering segment ``seg`` of each row: the composition of the summaries
     of every segment before it in scan order (after it in time for REVERSE) applied to
     ``init`` [BN]. Summary (row, seg) is at ``row * s_sr + seg * s_ss``
-    (:func:`summary_strides`); rows is [BN, 1]. Column j of the scanned tile is the j-th
-    segment in scan order (a forward scan, see the module doc)."""
+    (:func:`summary_strides`); rows is [BN, 1].
+
+    The summary tile holds the segments in scan order (a forward scan) on time-major tiles,
+    where the segments lie inside each thread: 88 shuffles per thread at [128, 16] on 4
+    warps against 408 for a reverse scan. Otherwise it holds them in storage order,
+    scanned in reverse: there a forward scan over descending segments took 142 registers
+    against 128 in V-trace's PHASE 2 on 8 warps (Triton 3.6; 136 against 128 on 3.8), which
+    halved its programs per SM (119 against 84 us at 16 x 262144 on an H200)."""
     cols = tl.arange(0, S_BLOCK)[None, :]
-    if REVERSE:
-        segs = n_segs - 1 - cols
-        k = n_segs - 1 - seg  # position of this segment in scan order
+    if TIME_MAJOR or not REVERSE:
+        if REVERSE:
+            segs = n_segs - 1 - cols
+            k = n_segs - 1 - seg  # position of this segment in scan order
+        else:
+            segs = cols
+            k = seg
+        m = row_mask & (cols < k)
+        off = rows * s_sr + segs * s_ss
+        a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
+        b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
+        ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine)
+        pick = cols == k - 1
+        sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
+        sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
+        return tl.where(k == 0, init, sel_a + sel_b * init)
     else:
-        segs = cols
-        k = seg
-    m = row_mask & (cols < k)
-    off = rows * s_sr + segs * s_ss
-    a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
-    b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
-    ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine)
-    pick = cols == k - 1
-    sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
-    sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
-    return tl.where(k == 0, init, sel_a + sel_b * init)
+        use = (cols > seg) & (cols < n_segs)
+        pick = cols == seg + 1
+        m = row_mask & use
+        off = rows * s_sr + cols * s_ss
+        a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
+        b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
+        ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine, reverse=True)
+        sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
+        sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
+        first = seg == n_segs - 1
+        return tl.where(first, init, sel_a + sel_b * init)
 
 
 @triton.jit
@@ -369,7 +426,7 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
     if PHASE == 2:
         if not ONE_CHUNK:
             carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, True,
-                                     S_BLOCK)
+                                     S_BLOCK, TIME_MAJOR)
     return rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss
 
 
@@ -439,42 +496,48 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 
 @triton.jit
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
-              PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
-    """One chunk (a [BN, BT] tile in scan order): ``scan_tile`` from ``carry`` (PHASE 0/2),
-    or, in PHASE 3, the carry found by look-back (``carry`` is then the value entering the
-    first segment in scan order). ``REVERSE``: segments are taken from the end of the row.
+              PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
+              REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False):
+    """One chunk (a [BN, BT] tile in scan order, or in time order scanned in reverse with
+    ``REV``): ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found by
+    look-back (``carry`` is then the value entering the first segment in scan order).
+    ``REVERSE``: segments are taken from the end of the row.
 
     PHASE 2 with ONE_CHUNK: ``carry`` is the value entering the first segment, and the
     summaries (``agg_a_ptr``/``agg_b_ptr``, W wide) are composed into the carry-in here, so
     their loads and scan come after the tile's loads are in flight rather than before."""
     if PHASE == 2:
         if ONE_CHUNK:
-            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W)
+            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
+                                     TIME_MAJOR)
     if PHASE == 3:
-        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine)
+        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_column(a), last_column(b), carry, REVERSE, W)
+                           last_column(a, REV), last_column(b, REV), carry, REVERSE, W)
         out = a + b * c[:, None]
-        return out, last_column(out)
+        return out, last_column(out, REV)
     else:
-        return scan_tile(alpha, beta, carry)
+        return scan_tile(alpha, beta, carry, REV)
 
 
 @triton.jit
 def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg,
-                     n_segs, PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr):
+                     n_segs, PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
+                     REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False):
     """``scan_tile_lagged`` with the PHASE 3 look-back carry or the deferred PHASE 2
     carry-in (see :func:`scan_step`)."""
     if PHASE == 2:
         if ONE_CHUNK:
-            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W)
+            carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
+                                     TIME_MAJOR)
     if PHASE == 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
-        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged)
+        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged,
+                                         reverse=REV)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_column(x), last_column(p), carry, REVERSE, W)
+                           last_column(x, REV), last_column(p, REV), carry, REVERSE, W)
         out = x + p * c[:, None]
-        return out, y + q * c[:, None], last_column(out)
+        return out, y + q * c[:, None], last_column(out, REV)
     else:
-        return scan_tile_lagged(alpha, beta, carry)
+        return scan_tile_lagged(alpha, beta, carry, REV)

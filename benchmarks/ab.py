@@ -1,0 +1,86 @@
+"""A/B device times of rltriton versions, side by side on one GPU.
+
+    mkdir -p _ab/<rev> && git archive <rev> rltriton | tar -x -C _ab/<rev>   # one folder per version
+    python benchmarks/ab.py _ab/<rev1> _ab/<rev2> . [--shapes 512x4096,...] [--est gae,vtrace,gae_tm]
+
+``_ab/`` is git-ignored: carry it to the GPU machine (the device tool's ``carry``).
+
+Estimator names with ``_tm`` (``gae_tm``) time time-major ``[T, N]`` inputs. Each
+version runs in its own process (its ``rltriton`` first on ``sys.path``) on the same
+inputs (seeded), and the table gives the device time (CUDA-graph replay, µs) per version
+and shape. Used to find which commit moved a time; the floor and peers are ``run.py``'s job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = "4096x128,4096x2048,16384x512,512x4096,32768x8,32768x64,16x262144,1x1048576"
+
+
+def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
+    sys.path.insert(0, str(Path(src).resolve()))
+    sys.path.insert(1, str(ROOT))
+    import torch
+
+    import rltriton as rt
+    from benchmarks.common import device_time_us
+
+    assert Path(rt.__file__).resolve().is_relative_to(Path(src).resolve()), rt.__file__
+    out = {}
+    for n, t in shapes:
+        for est in ests:
+            tm = est.endswith("_tm")  # time-major storage: [T, N], time_dim=0
+            shape = (t, n) if tm else (n, t)
+            g = torch.Generator(device="cuda").manual_seed(0)
+            r = torch.randn(shape, device="cuda", generator=g)
+            v = torch.randn(shape, device="cuda", generator=g)
+            lr = 0.3 * torch.randn(shape, device="cuda", generator=g)
+            term = torch.rand(shape, device="cuda", generator=g) < 0.01
+            boot = torch.randn(n, device="cuda", generator=g)
+            kw = dict(gamma=0.99, terminated=term, last_value=boot, time_dim=0 if tm else -1)
+            calls = {
+                "gae": partial(rt.gae, r, v, lam=0.95, **kw),
+                "vtrace": partial(rt.vtrace, r, v, lr, **kw),
+                "td_lambda": partial(rt.td_lambda, r, v, lam=0.95, **kw),
+            }
+            out[f"{est} {n}x{t}"] = device_time_us(calls[est.removesuffix("_tm")])
+            del r, v, lr, term, boot, calls
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("srcs", nargs="*")
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--est", default="gae,vtrace")
+    ap.add_argument("--child", default=None)
+    a = ap.parse_args()
+    shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
+    ests = a.est.split(",")
+    if a.child:
+        print(json.dumps(_one(a.child, shapes, ests)))
+        return
+    res = {}
+    for src in a.srcs:
+        p = subprocess.run([sys.executable, __file__, "--child", src, "--shapes", a.shapes, "--est", a.est],
+                           capture_output=True, text=True)
+        if p.returncode:
+            print(f"{src}: failed\n{p.stderr[-2000:]}")
+            continue
+        res[src] = json.loads(p.stdout.strip().splitlines()[-1])
+    keys = [f"{e} {n}x{t}" for n, t in shapes for e in ests]
+    names = [Path(s).name or s for s in res]
+    print(f"{'case':<22}" + "".join(f"{n[:10]:>11}" for n in names))
+    for k in keys:
+        print(f"{k:<22}" + "".join(f"{res[s].get(k, float('nan')):>11.1f}" for s in res))
+
+
+if __name__ == "__main__":
+    main()
