@@ -25,7 +25,7 @@ Triton version; :func:`chunk_times`):
 
 Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: the
 lanes lie along rows, 4 rows per thread, and each thread holds its rows' steps of the chunk
-(group size 1), so the scan over time runs inside the thread (:func:`program_tile`).
+in scan order, so the scan over time runs inside the thread (:func:`program_tile`).
 """
 
 from __future__ import annotations
@@ -100,12 +100,16 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
       ``reverse=True``. Triton before 3.7 turns the group form's reshape into a layout
       conversion through shared memory (4-8 KB a program, MIO-bound: 6x slower at
       512 x 4096 on an H200), while its reverse scan stays in registers and shuffles.
-    * TIME_MAJOR (rows are the contiguous axis, see :func:`program_tile`) [1, BT, 1]: G = 1,
-      times simply descend; the vector accesses run along rows."""
+    * TIME_MAJOR (rows are the contiguous axis, see :func:`program_tile`) [1, BT]: times
+      descend (scan order, scanned forward); the vector accesses run along rows. Held as
+      [1, BT, 1] before, its reshape cost Triton 3.6 224 shuffles per thread at [128, 16]
+      on 4 warps and 3.8 four more layout conversions; as [1, BT] none and two fewer."""
     c = n_chunks - 1 - i
     t_lo = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T
-    if TIME_MAJOR or GROUP_TILES:
-        G: tl.constexpr = 1 if TIME_MAJOR else (4 if BLOCK_T >= 4 else BLOCK_T)
+    if TIME_MAJOR:
+        return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+    elif GROUP_TILES:
+        G: tl.constexpr = 4 if BLOCK_T >= 4 else BLOCK_T
         g = tl.arange(0, BLOCK_T // G).to(tl.int64)[None, :, None]
         k = tl.arange(0, G).to(tl.int64)[None, None, :]
         return t_lo + (BLOCK_T - G) - G * g + k
@@ -118,7 +122,7 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
                GROUP_TILES: tl.constexpr):
     """The i-th chunk of a backward kernel: ``(rows, row mask, times (:func:`chunk_times`),
     mask of in-range elements)``, rows and row mask shaped to broadcast with the times
-    ([BN, 1, 1] for the three-dimensional forms, [BN, 1] for time order)."""
+    ([BN, 1, 1] for the group form, else [BN, 1])."""
     ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES)
     if len(ts.shape) == 3:
         rows_t = rows[:, :, None]
@@ -132,14 +136,13 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
 @triton.jit
 def scan_order(x):
     """A tile of :func:`chunk_times`'s form as [BN, BT] for the scan: the group form
-    flipped inside each group and reshaped, time-major [BN, BT, 1] reshaped, time order as
-    it is (scanned in reverse)."""
+    flipped inside each group and reshaped; the two-dimensional forms as they are."""
     if len(x.shape) == 2:
         return x
     else:
         BN: tl.constexpr = x.shape[0]
         BT: tl.constexpr = x.shape[1] * x.shape[2]
-        if x.shape[2] == 1:  # time-major tiles: no groups to flip
+        if x.shape[2] == 1:  # one-step chunks: nothing to flip
             return tl.reshape(x, [BN, BT])
         else:
             return tl.reshape(tl.flip(x, 2), [BN, BT])
@@ -165,15 +168,18 @@ def load_tile(ptr, rows, ts, s_n, s_t, mask, DT: tl.constexpr, other=0.0):
 
 @triton.jit
 def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
-    """``ptr[rows, t + 1]`` (0 where t + 1 >= T) for a group-form tile whose steps ``ts``
-    [1, BT/G, G] were loaded into ``x`` (0 where t >= T); rows and row_mask are [BN, 1].
+    """``ptr[rows, t + 1]`` (0 where t + 1 >= T) for a tile whose steps ``ts`` (a form of
+    :func:`chunk_times`) were loaded into ``x`` (0 where t >= T); rows and row_mask are
+    [BN, 1].
 
-    Inside a group of 4 the next step is the thread's next element: a register shift of
-    ``x``; only the group's last step reads memory (the first step of the later group, held
-    by another thread). That is one load per group instead of four that cannot be vector
-    accesses (t + 1 is not 16-byte aligned). Time-major tiles (G = 1) load ``ts + 1``
-    directly: there the vector runs along rows, and the row's next step is aligned too."""
-    if len(ts.shape) == 2:  # time order: t + 1 directly
+    In the group form, inside a group of 4 the next step is the thread's next element: a
+    register shift of ``x``; only the group's last step reads memory (the first step of the
+    later group, held by another thread). That is one load per group instead of four that
+    cannot be vector accesses (t + 1 is not 16-byte aligned). The two-dimensional forms
+    load ``ts + 1`` directly (time-major tiles: the vector runs along rows, and the row's
+    next step is aligned too; time order: Triton < 3.7, where the shift's split and join
+    become layout conversions)."""
+    if len(ts.shape) == 2:
         return load_tile(ptr, rows, ts + 1, s_n, s_t, row_mask & (ts + 1 < T), DT)
     elif ts.shape[2] == 4:
         BN: tl.constexpr = x.shape[0]
