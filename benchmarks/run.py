@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -115,8 +116,19 @@ from benchmarks import peers as P  # noqa: E402
 # --------------------------------------------------------------------------------------------
 
 
+def source_digest() -> str:
+    """sha256 (12 hex digits) of the package's Python sources (sorted paths and bytes): names
+    the code that ran even where the machine's git metadata is stale or absent (the GPU
+    machine's copy of the tree may carry an older .git). Run it at a commit to match."""
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "rltriton").rglob("*.py")):
+        h.update(str(f.relative_to(ROOT)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def git_commit() -> dict[str, Any]:
-    info: dict[str, Any] = {}
+    info: dict[str, Any] = {"source_digest": source_digest()}
     try:
         info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                                         check=True, timeout=10).stdout.strip()
@@ -474,6 +486,7 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     L.append("")
     L.append(f"{meta['date']} · commit `{meta['git'].get('commit', '?')}`"
              + (f" (+{len(meta['git']['dirty_files'])} modified files)" if meta["git"].get("dirty_files") else "")
+             + (f" · rltriton sources `{meta['git']['source_digest']}`" if meta["git"].get("source_digest") else "")
              + f" · torch {meta['versions']['torch']} · triton {meta['versions']['triton']} · "
              f"python {meta['versions']['python']}")
     L.append("")
