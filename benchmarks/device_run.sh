@@ -4,7 +4,8 @@
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
 #   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm]   # default: tests probe
-#   (tests ~6 min, probe ~1.5, bench ~3.5, each sweep ~4: at most ~9 min per call)
+#   (tests ~6-7 min with a cold kernel cache, probe ~1.5, bench ~3.5, each sweep ~4: at most
+#   ~9 min per call)
 #
 # Carry `.whl` and `.peers` with the call (git-ignored; benchmarks/README.md says how to make
 # them) so TorchRL and rl-triton are benchmarked too.
@@ -19,7 +20,7 @@ fi
 stages=${*:-tests probe}
 for stage in $stages; do
   case $stage in
-    tests) timeout 360 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider 2>&1 \
+    tests) timeout 450 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider 2>&1 \
              | tee "$OUT/gpu_tests.log" | grep -E "^FAILED|passed|failed" | sed 's/ - .*//' | head -40 ;;
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
     bench) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
