@@ -103,18 +103,18 @@ def gae_kernel(
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(
+        rows_t, row_mask_t, ts, mask = chunk_tile(
             seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
-            rows3, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+            rows_t, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
         )
-        r = load_tile(r_ptr, rows3, ts, s_r_n, s_r_t, mask, DT)
-        v = load_tile(v_ptr, rows3, ts, s_v_n, s_v_t, mask, DT)
+        r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
+        v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
         v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
         )
         alpha = tl.where(mask, r + gk * nv - v, 0.0)
@@ -128,8 +128,8 @@ def gae_kernel(
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             adv = group_order(adv, r)
-            tl.store(adv_ptr + rows3 * s_a_n + ts * s_a_t, adv, mask=mask)
-            tl.store(tgt_ptr + rows3 * s_o_n + ts * s_o_t, adv + v, mask=mask)
+            tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, adv, mask=mask)
+            tl.store(tgt_ptr + rows_t * s_o_n + ts * s_o_t, adv + v, mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
@@ -157,19 +157,19 @@ def td_lambda_kernel(
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(
+        rows_t, row_mask_t, ts, mask = chunk_tile(
             seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
-            rows3, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+            rows_t, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
         )
-        r = load_tile(r_ptr, rows3, ts, s_r_n, s_r_t, mask, DT)
+        r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
         v_next = tl.zeros(r.shape, DT)
         if HAS_VALUES:
             v_next = load_next_only(v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
             HAS_VALUES, HAS_TRUNC, NV_MODE, DT,
         )
         cont = (ts + 1 < T) & (done == 0)
@@ -183,7 +183,7 @@ def td_lambda_kernel(
                 scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
-            tl.store(out_ptr + rows3 * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
+            tl.store(out_ptr + rows_t * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
@@ -216,19 +216,19 @@ def vtrace_kernel(
     c_bar = scalar(c_hi, c_lo, DT)
     pg_bar = scalar(pg_hi, pg_lo, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(
+        rows_t, row_mask_t, ts, mask = chunk_tile(
             seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
-            rows3, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+            rows_t, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
         )
-        r = load_tile(r_ptr, rows3, ts, s_r_n, s_r_t, mask, DT)
-        v = load_tile(v_ptr, rows3, ts, s_v_n, s_v_t, mask, DT)
+        r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
+        v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
         v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
-        ratio = tl.exp(load_tile(lr_ptr, rows3, ts, s_lr_n, s_lr_t, mask, DT))
+        ratio = tl.exp(load_tile(lr_ptr, rows_t, ts, s_lr_n, s_lr_t, mask, DT))
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
         )
         alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
@@ -246,8 +246,8 @@ def vtrace_kernel(
             inside = (ts + 1 < T) & (done == 0)
             q_in = r + gk * (lm * (v_next + d_next) + (1.0 - lm) * nv)
             q = tl.where(inside, q_in, r + gk * nv)
-            tl.store(vs_ptr + rows3 * s_vs_n + ts * s_vs_t, v + d, mask=mask)
-            tl.store(pg_ptr + rows3 * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
+            tl.store(vs_ptr + rows_t * s_vs_n + ts * s_vs_t, v + d, mask=mask)
+            tl.store(pg_ptr + rows_t * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
@@ -307,27 +307,27 @@ def retrace_kernel(
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
     for i in range(n_chunks):
-        rows3, row_mask3, ts, mask = chunk_tile(
+        rows_t, row_mask_t, ts, mask = chunk_tile(
             seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
         has_next = mask & (ts + 1 < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
-            rows3, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
+            rows_t, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
         )
-        r = load_tile(r_ptr, rows3, ts, s_r_n, s_r_t, mask, DT)
+        r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
         if ACTION_FORM:
             q, v, _lr = _action_form(
                 av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows3, ts, mask, A, DT,
+                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT,
             )
             _q, v_next, lr_next = _action_form(
                 av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows3, ts + 1, has_next, A, DT,
+                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts + 1, has_next, A, DT,
             )
         else:
-            q = load_tile(q_ptr, rows3, ts, s_q_n, s_q_t, mask, DT)
-            v = load_tile(v_ptr, rows3, ts, s_v_n, s_v_t, mask, DT)
+            q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)
+            v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
             v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
             lr_next = load_next_only(lr_ptr, rows, row_mask, ts, T, s_lr_n, s_lr_t, DT)
         if L_TENSOR:  # lm is the tile of lam at ts (0 beyond T): shift it
@@ -336,7 +336,7 @@ def retrace_kernel(
             l_next = scalar(l_hi, l_lo, DT)
         c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
         nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows3, ts, T, mask, row_mask3, trunc,
+            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
         )
         alpha = tl.where(mask, r + gk * nv - q, 0.0)
@@ -350,6 +350,6 @@ def retrace_kernel(
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             d = group_order(d, r)
-            tl.store(qt_ptr + rows3 * s_qt_n + ts * s_qt_t, q + d, mask=mask)
-            tl.store(adv_ptr + rows3 * s_a_n + ts * s_a_t, q + d - v, mask=mask)
+            tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)
+            tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, q + d - v, mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)

@@ -14,6 +14,7 @@ import struct
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
+import triton
 import triton.language as tl
 from torch import Tensor
 
@@ -46,9 +47,9 @@ _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # give every SM _TM_PROGRAMS_PER_SM programs are split in time when that at least doubles
 # the programs (two passes, at most _TM_MAX_SEGMENTS segments, summaries read along rows).
 # Below _TM_MIN_ROWS rows the tile would be mostly idle lanes: the generic tiles are used.
-# Chosen from instruction and register counts (benchmarks/ptx_counts.py --time-major: no
-# shuffles in the per-thread scans, 130-250 registers, no spills at 4 steps per thread but
-# V-trace's); not yet swept on the GPU (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1 does).
+# Chosen from instruction and register counts (benchmarks/ptx_counts.py --time-major); on
+# the H200 (Triton 3.6) 4 steps per thread beat 2 at every shape tried (2026-11-30-h200-s4
+# results); the full sweep (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1) has not run yet.
 _TM_ROWS = 128
 _TM_STEPS_PER_THREAD = 4
 _TM_WARPS = 4
@@ -62,8 +63,6 @@ _TM_PROGRAMS_PER_SM = 1
 
 
 def _triton_version() -> tuple[int, int]:
-    import triton
-
     major, minor = (triton.__version__.split(".") + ["0"])[:2]
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
 

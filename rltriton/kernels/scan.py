@@ -167,6 +167,16 @@ def load_tile(ptr, rows, ts, s_n, s_t, mask, DT: tl.constexpr, other=0.0):
 
 
 @triton.jit
+def load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
+    """``ptr[rows, t + 1]`` (0 where t + 1 >= T) read straight from memory, for times ``ts``
+    of any form of :func:`chunk_times`; rows and row_mask are [BN, 1]."""
+    if len(ts.shape) == 3:
+        rows = rows[:, :, None]
+        row_mask = row_mask[:, :, None]
+    return load_tile(ptr, rows, ts + 1, s_n, s_t, row_mask & (ts + 1 < T), DT)
+
+
+@triton.jit
 def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
     """``ptr[rows, t + 1]`` (0 where t + 1 >= T) for a tile whose steps ``ts`` (a form of
     :func:`chunk_times`) were loaded into ``x`` (0 where t >= T); rows and row_mask are
@@ -178,9 +188,9 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
     cannot be vector accesses (t + 1 is not 16-byte aligned). The two-dimensional forms
     load ``ts + 1`` directly (time-major tiles: the vector runs along rows, and the row's
     next step is aligned too; time order: Triton < 3.7, where the shift's split and join
-    become layout conversions)."""
+    become layout conversions), as do groups of fewer than 4 (:func:`load_after`)."""
     if len(ts.shape) == 2:
-        return load_tile(ptr, rows, ts + 1, s_n, s_t, row_mask & (ts + 1 < T), DT)
+        return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
     elif ts.shape[2] == 4:
         BN: tl.constexpr = x.shape[0]
         NG: tl.constexpr = x.shape[1]
@@ -190,25 +200,23 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
         # each group's last step, split out of the times like x3 out of x (same layout)
         t_even, t_odd = tl.split(tl.reshape(ts + tl.zeros(x.shape, tl.int64), [BN, NG, 2, 2]))
         _t1, t_last = tl.split(t_odd)
-        G: tl.constexpr = 4
         e = tl.load(ptr + rows * s_n + (t_last + 1) * s_t, mask=row_mask & (t_last + 1 < T), other=0.0).to(DT)
         # next of steps (0, 2) is (1, 3); next of steps (1, 3) is (2, e)
-        return tl.reshape(tl.join(tl.join(x1, x3), tl.join(x2, e)), [BN, NG, G])
+        return tl.reshape(tl.join(tl.join(x1, x3), tl.join(x2, e)), [BN, NG, 4])
     else:
-        return load_tile(ptr, rows[:, :, None], ts + 1, s_n, s_t, row_mask[:, :, None] & (ts + 1 < T), DT)
+        return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
 
 
 @triton.jit
 def load_next_only(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
     """:func:`load_next` where the tile at ``ts`` itself is not otherwise needed: groups of
-    4 load it (one vector access) and shift it, which still beats four scalar accesses."""
-    if len(ts.shape) == 2:
-        return load_tile(ptr, rows, ts + 1, s_n, s_t, row_mask & (ts + 1 < T), DT)
-    elif ts.shape[2] == 4:
-        x = load_tile(ptr, rows[:, :, None], ts, s_n, s_t, row_mask[:, :, None] & (ts < T), DT)
-        return load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT)
-    else:
-        return load_tile(ptr, rows[:, :, None], ts + 1, s_n, s_t, row_mask[:, :, None] & (ts + 1 < T), DT)
+    4 load it (one vector access) and shift it, which still beats four scalar accesses;
+    the other forms read t + 1 (:func:`load_after`)."""
+    if len(ts.shape) == 3:
+        if ts.shape[2] == 4:
+            x = load_tile(ptr, rows[:, :, None], ts, s_n, s_t, row_mask[:, :, None] & (ts < T), DT)
+            return load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT)
+    return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
 
 
 @triton.jit
@@ -350,6 +358,8 @@ def segment_carry_in(
         sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
         return tl.where(k == 0, init, sel_a + sel_b * init)
     else:
+        # keep this order (masks and pick before the loads): with pick computed after the
+        # scan, V-trace's PHASE 2 took 142 registers again with Triton 3.6
         use = (cols > seg) & (cols < n_segs)
         pick = cols == seg + 1
         m = row_mask & use
@@ -392,11 +402,12 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 
     TIME_MAJOR: the rows are told to be contiguous in runs of 4 only. Triton picks each
     access's layout from that contiguity: 4 rows per thread (one 16-byte access of float32,
-    4 bytes of bool flags alike), the 32 lanes and the warps along rows, so a thread holds
-    its rows' whole chunk of time and the scan over time is inside the thread (no shuffles).
-    Told the full contiguity, the byte-wide flags take 16 rows per thread and push lanes
-    along time. ``BLOCK_N`` is then a multiple of 128; warps beyond ``BLOCK_N / 128`` lie
-    side by side in time (``launch.plan_time_major``)."""
+    4 bytes of bool flags alike), the 32 lanes along rows, and warps beyond ``BLOCK_N / 128``
+    side by side in time (``launch.plan_time_major``). Told the full contiguity, the
+    byte-wide flags take 16 rows per thread and push lanes along time. The scan may take
+    another layout: with a ``last_value`` (read per row, [BN, 1]) Triton gives each thread
+    its row's whole chunk, converting the loads to it through shared memory (6 layout
+    conversions for GAE at [128, 16] on 4 warps; none, and 40 shuffles, without it)."""
     n_segs = tl.cdiv(T, SEG)
     if PHASE == 3:
         ticket = tl.atomic_add(state_ptr, 1)
