@@ -5,7 +5,8 @@
 
 ``_ab/`` is git-ignored: carry it to the GPU machine (the device tool's ``carry``).
 
-Estimator names with ``_tm`` (``gae_tm``) time time-major ``[T, N]`` inputs. Each
+Estimator names with ``_tm`` (``gae_tm``) time time-major ``[T, N]`` inputs; a final ``_bv``
+(``gae_tm_bv``) passes ``bootstrap_values`` instead of ``last_value``. Each
 version runs in its own process (its ``rltriton`` first on ``sys.path``) on the same
 inputs (seeded), and the table gives the device time (CUDA-graph replay, µs) per version
 and shape. Used to find which commit moved a time; the floor and peers are ``run.py``'s job.
@@ -36,7 +37,8 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
     out = {}
     for n, t in shapes:
         for est in ests:
-            tm = est.endswith("_tm")  # time-major storage: [T, N], time_dim=0
+            tm = "_tm" in est  # time-major storage: [T, N], time_dim=0
+            bv = est.endswith("_bv")  # bootstrap_values (per step) instead of last_value
             shape = (t, n) if tm else (n, t)
             g = torch.Generator(device="cuda").manual_seed(0)
             r = torch.randn(shape, device="cuda", generator=g)
@@ -44,13 +46,17 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
             lr = 0.3 * torch.randn(shape, device="cuda", generator=g)
             term = torch.rand(shape, device="cuda", generator=g) < 0.01
             boot = torch.randn(n, device="cuda", generator=g)
-            kw = dict(gamma=0.99, terminated=term, last_value=boot, time_dim=0 if tm else -1)
+            kw = dict(gamma=0.99, terminated=term, time_dim=0 if tm else -1)
+            if bv:
+                kw["bootstrap_values"] = torch.randn(shape, device="cuda", generator=g)
+            else:
+                kw["last_value"] = boot
             calls = {
                 "gae": partial(rt.gae, r, v, lam=0.95, **kw),
                 "vtrace": partial(rt.vtrace, r, v, lr, **kw),
                 "td_lambda": partial(rt.td_lambda, r, v, lam=0.95, **kw),
             }
-            out[f"{est} {n}x{t}"] = device_time_us(calls[est.removesuffix("_tm")])
+            out[f"{est} {n}x{t}"] = device_time_us(calls[est.removesuffix("_bv").removesuffix("_tm")])
             del r, v, lr, term, boot, calls
     return out
 

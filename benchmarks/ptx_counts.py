@@ -116,18 +116,24 @@ def static_checks() -> dict[str, dict]:
     out["vtrace_phase2"] = build(B.vtrace_kernel, consts, 8)
     consts = dict(TRACES, BLOCK_N=1, BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
     out["traces"] = build(F.forward_kernel, consts, 4)
-    # time-major tiles (launch.plan_time_major): 128 rows by 16 steps on 4 warps side by side
-    # in time, chunk loop; PHASE 2 of a split with 16 segments; one warp of 4 steps (each
-    # thread's scan is its own: no shuffles at all)
+    # time-major tiles (launch.plan_time_major): 32 rows by 16 steps on one warp (4 rows and
+    # 4 steps per thread, 4 lanes along time), chunk loop; with a last value (the benchmarks'
+    # form); PHASE 2 of a split with 64 segments; a short row as one chunk of 128 steps on 8
+    # warps; 128 rows by 4 steps on one warp (each thread's scan is its own: no shuffles)
     for name, (kern, extra) in KERNELS.items():
-        consts = {**BASE, **extra, "BLOCK_N": 128, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
-        out[f"{name}_tm"] = build(kern, consts, 4, time_major=True)
-    consts = {**BASE, "BLOCK_N": 128, "BLOCK_T": 16, "PHASE": 2, "S_BLOCK": 16, "ONE_CHUNK": False}
-    out["gae_tm_phase2"] = build(B.gae_kernel, consts, 4, time_major=True)
+        consts = {**BASE, **extra, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
+        out[f"{name}_tm"] = build(kern, consts, 1, time_major=True)
+    consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1,
+              "ONE_CHUNK": False}
+    out["gae_tm_last_value"] = build(B.gae_kernel, consts, 1, time_major=True)
+    consts = {**BASE, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 2, "S_BLOCK": 64, "ONE_CHUNK": False}
+    out["gae_tm_phase2"] = build(B.gae_kernel, consts, 1, time_major=True)
+    consts = {**BASE, "BLOCK_N": 32, "BLOCK_T": 128, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
+    out["gae_tm_one_chunk"] = build(B.gae_kernel, consts, 8, time_major=True)
     consts = {**BASE, "BLOCK_N": 128, "BLOCK_T": 4, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
     out["gae_tm_one_warp"] = build(B.gae_kernel, consts, 1, time_major=True)
-    consts = dict(TRACES, BLOCK_N=128, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False)
-    out["traces_tm"] = build(F.forward_kernel, consts, 4, time_major=True)
+    consts = dict(TRACES, BLOCK_N=32, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False)
+    out["traces_tm"] = build(F.forward_kernel, consts, 1, time_major=True)
     return out
 
 
@@ -143,8 +149,8 @@ elif __name__ == "__main__" and "--time-major" in sys.argv:
                   "TIME_MAJOR": False}
         print(f"gae generic tiles [{bn:>3},{bt:>4}] w{w}", build(B.gae_kernel, consts, w, time_major=True), flush=True)
     for name, (kern, extra) in KERNELS.items():
-        for bn, bt, w, phase, sb in [(128, 8, 1, 0, 1), (128, 16, 1, 0, 1), (512, 8, 4, 0, 1), (128, 8, 1, 1, 16),
-                                     (128, 8, 1, 2, 16)]:
+        for bn, bt, w, phase, sb in [(32, 16, 1, 0, 1), (32, 32, 4, 0, 1), (32, 128, 8, 0, 1), (128, 16, 4, 0, 1),
+                                     (32, 16, 1, 1, 64), (32, 16, 1, 2, 64)]:
             consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": phase, "S_BLOCK": sb, "ONE_CHUNK": False}
             print(f"{name:<11} time-major tiles [{bn:>3},{bt:>3}] w{w} P{phase}",
                   build(kern, consts, w, time_major=True), flush=True)

@@ -50,14 +50,16 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) ->
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)
     monkeypatch.setattr(launch, "_LOOKBACK", lookback)
-    # time-major storage takes its own tiles from one row on: 4 rows by 2 steps per warp,
-    # 2 warps, so T = 63 spans 16 chunks (and 3 segments when split; unsplit, the tiles are
-    # kept however few the row programs)
+    # time-major storage takes its own tiles from one row on: 4 rows by 4 steps on 2 warps,
+    # so T = 63 spans 16 chunks (and 3 segments when split; unsplit, the tiles are kept
+    # however few the row programs), never the one-chunk tiles of short rows
     monkeypatch.setattr(launch, "_TM_MIN_ROWS", 1)
     monkeypatch.setattr(launch, "_TM_MIN_STEPS", 2)
-    monkeypatch.setattr(launch, "_TM_PROGRAMS_PER_SM", 1 if split else 0)
+    monkeypatch.setattr(launch, "_TM_SPLIT_BELOW", 1 << 30 if split else 0)
+    monkeypatch.setattr(launch, "_TM_PROGRAMS_PER_SM", 1)
+    monkeypatch.setattr(launch, "_TM_ONE_CHUNK_T", 0)
     monkeypatch.setattr(launch, "_TM_ROWS", 4)
-    monkeypatch.setattr(launch, "_TM_STEPS_PER_THREAD", 2)
+    monkeypatch.setattr(launch, "_TM_STEPS", 4)
     monkeypatch.setattr(launch, "_TM_WARPS", 2)
     monkeypatch.setattr(launch, "_TM_MAX_SEGMENTS", 3)
     launch.clear_caches()

@@ -158,28 +158,57 @@ def test_time_major_tiles(name, split, monkeypatch, poisoned):
 
 @pytest.mark.parametrize("name", ["gae", "vtrace", "traces"])
 def test_time_major_default_tiles(name, monkeypatch, poisoned):
-    """The production time-major tiles (128 rows, 16 steps on 4 warps), on 130 rows (the
-    second row program holds 2): one pass over 3 chunks, then the two-pass split with
-    segments of two chunks (the interpreter is slow on these tiles: few programs here)."""
+    """The production time-major tiles (32 rows by 16 steps on one warp), on 130 rows (the
+    last row program holds 2): one pass over 3 chunks; the two-pass split in 3 segments
+    of 5 chunks; and a row of 100 steps as one chunk of 128 on 8 warps (the interpreter
+    is slow on these tiles: few programs here)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     used = _plans_used(monkeypatch, poisoned)
     monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
     monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)
-    monkeypatch.setattr(poisoned, "_TM_PROGRAMS_PER_SM", 0)  # keep the tiles for 2 row programs
+    monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)  # keep one pass for 5 row programs
     poisoned.clear_caches()
     try:
         check(make_case(name, (130, 37), time_major=True, seed=43), "triton")
-        assert [(pl.time_major, pl.block_n, pl.block_t, pl.segments) for pl in used] == [(True, 128, 16, 1)]
+        assert [(pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments) for pl in used] \
+            == [(True, 32, 16, 1, 1)]
         used.clear()
-        monkeypatch.setattr(poisoned, "_TM_PROGRAMS_PER_SM", 1)
+        monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 2)
         monkeypatch.setattr(poisoned, "_SPLIT_MIN_ELEMS", 0)
         monkeypatch.setattr(poisoned, "_TM_MAX_SEGMENTS", 3)
         poisoned.clear_caches()
-        check(make_case(name, (130, 80), time_major=True, seed=47), "triton")
-        assert [(pl.time_major, pl.segments, pl.seg_len) for pl in used] == [(True, 3, 32)]
+        check(make_case(name, (130, 200), time_major=True, seed=47), "triton")
+        assert [(pl.time_major, pl.segments, pl.seg_len) for pl in used] == [(True, 3, 80)]
+        used.clear()
+        check(make_case(name, (130, 100), time_major=True, seed=53), "triton")
+        assert [(pl.time_major, pl.block_t, pl.num_warps, pl.segments) for pl in used] == [(True, 128, 8, 1)]
     finally:
         poisoned.clear_caches()
+
+
+def test_time_major_plans():
+    """The time-major plan at the shapes it was measured on (launch.plan_time_major): row
+    blocks that fill the GPU take one pass; fewer are split into segments of at most 8
+    chunks towards 8 programs per SM; rows of up to 128 steps are one chunk; too few rows or
+    steps, or too small a call to split, take the generic tiles."""
+    from rltriton.kernels import launch
+
+    def got(R, T):
+        pl = launch.plan_time_major(R, T, 132)
+        return None if pl is None else (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len)
+
+    assert got(16384, 512) == (32, 16, 1, 1, 512)
+    assert got(32768, 64) == (32, 16, 1, 1, 64)
+    assert got(4096, 2048) == (32, 16, 1, 16, 128)  # 8 programs per SM: 8; 8 chunks per segment: 16
+    assert got(1024, 2048) == (32, 16, 1, 32, 64)
+    assert got(8192, 256) == (32, 16, 1, 4, 64)
+    assert got(512, 4096) == (32, 16, 1, 64, 64)
+    assert got(600, 5000) == (32, 16, 1, 40, 128)  # 313 chunks in segments of 8
+    assert got(4096, 128) == (32, 128, 8, 1, 128)
+    assert got(20000, 37) == (32, 16, 1, 1, 48)
+    assert got(1024, 128) is None  # 2**17 elements: not worth a split
+    assert got(511, 4096) is None and got(32768, 8) is None
 
 
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])

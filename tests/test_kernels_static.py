@@ -90,15 +90,21 @@ def test_time_major_tile_scans_inside_threads(counts):
 
 
 @pytest.mark.parametrize("name", ["gae_tm", "td_lambda_tm", "vtrace_tm", "retrace_tm", "retrace_av_tm", "traces_tm",
-                                  "gae_tm_phase2"])
+                                  "gae_tm_last_value", "gae_tm_phase2", "gae_tm_one_chunk"])
 def test_time_major_tiles(counts, name):
-    """The production time-major tiles (4 warps side by side in time): only the hand-over
-    between warps shuffles (the generic tiles on [T, N] storage took 64-256 per thread,
-    benchmarks/ptx_counts.py --time-major), and accesses stay vectors along rows."""
+    """The production time-major tiles (32 rows by 16 steps on one warp, 4 lanes along
+    time): no reverse scan, accesses stay 16-byte vectors along rows, and the chunk scans
+    of the backward kernels stay in registers and shuffles (no shared memory, no layout
+    conversion; a last value adds one conversion, of its [BN] vector). Triton 3.6 and 3.8
+    give the same counts (2 shuffle levels: 136 per thread, 264 for V-trace's lagged scan)."""
     st = counts[name]
     assert st["reverse_scans"] == 0, st
-    assert st["shfl"] <= 96, st
     assert st["v4"] >= 2, st
+    if name in ("gae_tm", "td_lambda_tm", "vtrace_tm", "retrace_tm"):
+        assert st["lds"] == 0 and st["sts"] == 0 and st["cvt"] == 0, st
+        assert st["shfl"] <= 272, st
+    if name == "gae_tm_last_value":
+        assert st["cvt"] <= 1 and st["shfl"] <= 136, st
 
 
 @pytest.mark.parametrize("version, group", [("3.6.0", False), ("3.6.1+git4a9c3f", False), ("3.7.0", True),

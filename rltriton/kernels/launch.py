@@ -39,27 +39,33 @@ _MAX_SEGMENTS = 1024
 # it has been verified and timed on the GPU (it passes the interpreter tests).
 _LOOKBACK = False
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
-# Time-major storage ([T, N]: rows are the contiguous axis). A tile is 128 rows (4
-# contiguous rows per thread, 32 lanes: see scan.program_tile) by _TM_STEPS_PER_THREAD
-# steps per warp, its warps side by side in time: each thread scans its own steps (no
-# shuffles), the warps combine through shared memory, and every access is a full 16-byte
-# vector along rows. A program walks its segment of time in such chunks. Rows too few to
-# give every SM _TM_PROGRAMS_PER_SM programs are split in time when that at least doubles
-# the programs (two passes, at most _TM_MAX_SEGMENTS segments, summaries read along rows).
-# Below _TM_MIN_ROWS rows the tile would be mostly idle lanes: the generic tiles are used.
-# Chosen from instruction and register counts (benchmarks/ptx_counts.py --time-major); on
-# the H200 (Triton 3.6) 4 steps per thread beat 2 at every shape tried (2026-11-30-h200-s4
-# results); the full sweep (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1) has not run yet.
-_TM_ROWS = 128
-_TM_STEPS_PER_THREAD = 4
-_TM_WARPS = 4
+# Time-major storage ([T, N]: rows are the contiguous axis). A tile is _TM_ROWS rows by
+# _TM_STEPS steps on _TM_WARPS warps: 4 contiguous rows per thread (one 16-byte access, see
+# scan.program_tile), 8 lanes along rows and 4 along time, 4 steps per thread, so the scan
+# over time runs in registers and 2 shuffle levels, with no shared memory. A program walks
+# its segment of time in such chunks, so the chunks of one row block are a chain of
+# dependent loads: what makes these tiles fast is many small programs in flight. Row blocks
+# fewer than _TM_SPLIT_BELOW per SM are therefore split in time (two passes, summaries
+# read along rows) into segments of at most _TM_CHUNKS_PER_SEGMENT chunks and towards
+# _TM_PROGRAMS_PER_SM programs per SM, at most _TM_MAX_SEGMENTS; rows of up to
+# _TM_ONE_CHUNK_T steps are instead one chunk of the whole row (one warp per 16 steps).
+# Measured on the H200 (Triton 3.6; benchmarks/sweep.py with SWEEP_TIME_MAJOR=1, GAE and
+# V-trace, 2026-11-30-h200-s5 results): against the earlier 128-row tiles on 4 warps with
+# at most 16 segments, 512 x 4096 GAE 68 -> 23 us, 4096 x 2048 211 -> 101, 4096 x 128
+# 12.7 -> 5.2, 8192 x 256 35 -> 20; 16384 x 512 unchanged (85). Splitting 16384 x 512 (512
+# row blocks) in two made it slower (130 us): its row blocks already fill the GPU.
+# Below _TM_MIN_ROWS rows or _TM_MIN_STEPS steps the generic tiles are used (H200, Triton
+# 3.6: 32768 x 8 GAE 2.9 us generic against 3.5 time-major).
+_TM_ROWS = 32
+_TM_STEPS = 16
+_TM_WARPS = 1
 _TM_MIN_ROWS = 512
-# Below this many steps the generic tiles win on [T, N] storage too (H200, Triton 3.6:
-# 32768 x 8 GAE 2.9 us generic against 3.5 time-major; 32768 x 64 28 against 16;
-# benchmarks/ab.py, 2026-11-29-h200-s4 results)
 _TM_MIN_STEPS = 32
-_TM_MAX_SEGMENTS = 16
-_TM_PROGRAMS_PER_SM = 1
+_TM_SPLIT_BELOW = 2
+_TM_PROGRAMS_PER_SM = 8
+_TM_CHUNKS_PER_SEGMENT = 8
+_TM_MAX_SEGMENTS = 64
+_TM_ONE_CHUNK_T = 128
 
 
 def _triton_version() -> tuple[int, int]:
@@ -156,30 +162,32 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan:
 @functools.lru_cache(maxsize=4096)
 def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
-    when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows, or one step).
+    when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
+    ``_TM_MIN_STEPS`` steps, or too small a call to split).
 
-    ``_TM_ROWS`` rows by ``_TM_STEPS_PER_THREAD`` steps per warp, up to ``_TM_WARPS`` warps
-    side by side in time. Rows too few to give every SM ``_TM_PROGRAMS_PER_SM`` programs
-    are cut into at most ``_TM_MAX_SEGMENTS`` segments of whole chunks when that at least
-    doubles the programs (two passes; summaries stored segment-major so they too are read
-    along rows), and only when the call is large enough for a second launch to pay off;
-    when it is not, None (the generic tiles). Rows of fewer than ``_TM_MIN_STEPS`` steps
-    also take the generic tiles."""
+    Tiles of ``_TM_ROWS`` rows by ``_TM_STEPS`` steps on ``_TM_WARPS`` warps. With fewer
+    than ``_TM_SPLIT_BELOW`` row blocks per SM, rows of at most ``_TM_ONE_CHUNK_T`` steps
+    are one chunk (a warp per ``_TM_STEPS`` steps), and longer rows are cut into segments
+    of whole chunks (two passes, summaries stored segment-major so they too are read along
+    rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
+    and for at most ``_TM_CHUNKS_PER_SEGMENT`` chunks each, at most ``_TM_MAX_SEGMENTS``."""
     if R < _TM_MIN_ROWS or T < max(2, _TM_MIN_STEPS):
         return None
-    block_n = _TM_ROWS
-    block_t = min(_TM_STEPS_PER_THREAD * _TM_WARPS, _next_pow2(T))
-    num_warps = max(1, block_t // _TM_STEPS_PER_THREAD)
+    block_n, block_t, num_warps = _TM_ROWS, min(_TM_STEPS, _next_pow2(T)), _TM_WARPS
     row_blocks = _cdiv(R, block_n)
     n_chunks = _cdiv(T, block_t)
-    target = _TM_PROGRAMS_PER_SM * sms
     segments = 1
-    if 2 * row_blocks <= target:
+    if row_blocks < _TM_SPLIT_BELOW * sms:
         if R * T < _SPLIT_MIN_ELEMS or n_chunks < 2:
             # too few row blocks and nothing to split: the generic tiles give more programs
             # (several rows each, short rows: their accesses along rows are already wide)
             return None
-        segments = max(1, min(_cdiv(target, row_blocks), _TM_MAX_SEGMENTS, n_chunks))
+        if T <= _TM_ONE_CHUNK_T:
+            block_t = _next_pow2(T)
+            return Plan(block_n, block_t, max(1, block_t * _TM_WARPS // _TM_STEPS), 1, block_t, False, True)
+        wanted = max(1, _TM_PROGRAMS_PER_SM * sms // row_blocks)
+        segments = max(1 << (wanted.bit_length() - 1), _cdiv(n_chunks, _TM_CHUNKS_PER_SEGMENT))
+        segments = min(segments, _TM_MAX_SEGMENTS, n_chunks)
     per_seg = _cdiv(n_chunks, segments)
     segments = _cdiv(n_chunks, per_seg)
     return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True)

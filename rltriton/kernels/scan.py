@@ -275,7 +275,12 @@ def next_state_values(
             bv = load_tile(nv_ptr, rows, ts, s_nv_n, s_nv_t, mask & use, DT)
             nv = tl.where(use, bv, nv)
         if NV_MODE == 3:
-            lv = tl.load(lv_ptr + rows * s_lv_n, mask=row_mask, other=0.0).to(DT)
+            if len(rows.shape) == 2:
+                BN: tl.constexpr = rows.shape[0]
+                lv = tl.load(lv_ptr + tl.reshape(rows, [BN]) * s_lv_n, mask=tl.reshape(row_mask, [BN]),
+                             other=0.0).to(DT)[:, None]
+            else:
+                lv = tl.load(lv_ptr + rows * s_lv_n, mask=row_mask, other=0.0).to(DT)
             nv = tl.where(ts == T - 1, lv, nv)
     return nv
 
