@@ -38,13 +38,14 @@ def candidates(R: int, T: int):
             # few rows: a tile as wide as the rows (4 per thread, the other lanes along
             # time), long chunks, segments of 2048 steps as the batch-major long rows
             bn = max(4, 1 << (R - 1).bit_length())
-            for bt, w in ((256, 2), (512, 4), (1024, 4), (2048, 8)):
+            for bt, w in ((256, 2), (512, 4), (1024, 4), (1024, 8), (2048, 8)):
                 if bt > p2:
                     continue
                 n_chunks = -(-T // bt)
-                for per in sorted({max(1, 2048 // bt), max(1, 4096 // bt)}):
+                for per in (1, 2, 4, 8):
                     segs = -(-n_chunks // per)
-                    out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True))
+                    if segs <= 1024 and (segs > 1 or per == 1):
+                        out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True))
             return out
         # (rows, steps, warps): 128 rows is the default tile (4 rows per thread, lanes along
         # rows, warps along time); 32 rows give 4x the programs, with lanes shared between
