@@ -325,6 +325,10 @@ def run_row(est: str, shape: tuple[int, int], cat: str, status, seed: int) -> di
     if ARGS.dtype != "fp32":
         dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[ARGS.dtype]
         ro.t = {k: (v.to(dt) if v.is_floating_point() else v) for k, v in ro.t.items()}
+        if "log_pi_target" in ro.t:
+            # the log-probs candidate subtracts the cast log-probs: the oracle must read the
+            # same log_rhos (the cast of the float32 difference differs by a rounding)
+            ro.t["log_rhos"] = ro.t["log_pi_target"] - ro.t["log_pi_behavior"]
     oracle = "torch64" if cat == "long" else "reference"
     row["oracle"] = {"reference": "rt.reference (float64, CPU)",
                      "torch64": "rltriton torch backend in float64 on the device"}[oracle]
