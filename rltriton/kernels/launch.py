@@ -241,9 +241,7 @@ class _Step:
         for k, src, j in self.slots:
             args[k] = sources[src][j]
         fast = self.fast
-        if fast is not None and fast.accepts(args):
-            fast(args)
-        else:
+        if fast is None or not fast(args):
             compiled = self.kernel[self.grid](*args, **self.kwargs)
             if fast is None:
                 self.fast = _FastLaunch.make(self.kernel, compiled, self.grid, args, self.kwargs, self.slots)
@@ -316,12 +314,21 @@ class _FastLaunch:
     """A compiled kernel launched without ``JITFunction.run``'s per-call work (binding ~50
     arguments, computing the specialisation key, looking up the cache: ~20-40 us of host
     time per call with Triton 3.6). Valid only for the exact specialisation it came from:
-    every integer argument is fixed by the replay's signature (shapes and strides), and
-    :meth:`accepts` checks the one thing that is not, each tensor's 16-byte alignment
-    (a misaligned view goes through ``kernel[grid]``, which compiles for it).
+    every integer argument is fixed by the replay's signature (shapes and strides), and the
+    call checks the one thing that is not, each tensor's 16-byte alignment (a misaligned
+    view goes through ``kernel[grid]``, which compiles for it).
+
+    Tensors are handed to the launcher as their addresses (Python ints), which Triton's
+    launcher takes as they are: given a tensor, it calls ``data_ptr()`` and asks the driver
+    (``cuPointerGetAttribute``) whether the address is device memory, once per pointer
+    argument (13-16 here). The replay's signature already fixes every tensor's device.
+    ``POINTERS_AS_INTS = False`` hands the tensors instead (for A/B timing,
+    ``benchmarks/host.py``).
 
     Triton >= 3.4 (``triton.knobs``) launches with every bound argument, constexprs
     included, exactly as done here; older versions keep the slow path."""
+
+    POINTERS_AS_INTS = True
 
     __slots__ = ("compiled", "grid", "ptr_slots", "aligned", "consts", "device_stream")
 
@@ -350,12 +357,19 @@ class _FastLaunch:
         aligned = tuple(args[k].data_ptr() % 16 == 0 for k in ptr_slots)
         return _FastLaunch(compiled, grid, ptr_slots, aligned, tuple(kwargs[n] for n in rest))
 
-    def accepts(self, args: list) -> bool:
-        return all((args[k].data_ptr() % 16 == 0) == a for k, a in zip(self.ptr_slots, self.aligned))
-
-    def __call__(self, args: list) -> None:
+    def __call__(self, args: list) -> bool:
+        """Launch with ``args`` (tensors in the slots; replaced by their addresses) and
+        return True, or return False without launching, ``args`` untouched, when a tensor's
+        16-byte alignment differs from the compiled specialisation's."""
         from triton import knobs
 
+        ptrs = [args[k].data_ptr() for k in self.ptr_slots]
+        for p, a in zip(ptrs, self.aligned):
+            if (p % 16 == 0) != a:
+                return False
+        if self.POINTERS_AS_INTS:
+            for k, p in zip(self.ptr_slots, ptrs):
+                args[k] = p
         c = self.compiled
         get_device, get_stream = self.device_stream
         stream = get_stream(get_device())
@@ -364,6 +378,7 @@ class _FastLaunch:
         meta = c.launch_metadata(g, stream, *values)
         c.run(g[0], g[1], 1, stream, c.function, c.packed_metadata, meta,
               knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
+        return True
 
 
 def record(fn, tensors: tuple) -> tuple[tuple[Tensor, ...], Replay | None]:
