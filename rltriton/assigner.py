@@ -496,11 +496,8 @@ class CreditAssigner(abc.ABC):
             sig.append(os.environ.get("TRITON_INTERPRET"))
         key = tuple(sig)
         replay = self._replays.get(key)
-        if replay is not None:
-            from rltriton.kernels import launch
-
-            if replay.generation == launch._generation:
-                return replay(tensors), None
+        if replay is not None and replay.generation == _launch_module()._generation:
+            return replay(tensors), None
         return None, key
 
     def _run(self, p: Problem, backend: str | None, key: tuple | None = None,
@@ -622,6 +619,18 @@ def is_tensordict(x: object) -> bool:
 
 
 _TRITON: bool | None = None
+_LAUNCH: Any = None
+
+
+def _launch_module() -> Any:
+    """``rltriton.kernels.launch``, imported on first use (it imports triton) and kept: an
+    import statement costs about a microsecond on every replayed call."""
+    global _LAUNCH
+    if _LAUNCH is None:
+        from rltriton.kernels import launch
+
+        _LAUNCH = launch
+    return _LAUNCH
 
 
 def _triton_available() -> bool:

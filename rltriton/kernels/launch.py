@@ -302,8 +302,9 @@ class Replay:
 
     def __call__(self, tensors: tuple) -> tuple[Tensor, ...]:
         like = tensors[0]
-        outs = tuple(empty_like(like, dtype=d) for d in self.out_dtypes)
-        tmp = tuple(torch.empty(shape, dtype=dt, device=dev) for shape, dt, dev in self.scratch)
+        outs = tuple([empty_like(like, dtype=d) for d in self.out_dtypes])
+        tmp = tuple([torch.empty(shape, dtype=dt, device=dev) for shape, dt, dev in self.scratch]) \
+            if self.scratch else ()
         sources = (tensors, outs, tmp)
         for step in self.steps:
             step(sources)
