@@ -139,3 +139,36 @@ def perf_counter_us(fn: Callable[[], object], calls: int = 20, trials: int = 3, 
             ts.append((time.perf_counter() - a) * 1e6)
         best = min(best, statistics.median(ts))
     return best
+
+
+def bare_launch(fn: Callable[[], object]) -> Callable[[], None]:
+    """A closure re-issuing the Triton kernel launches of one call of ``fn`` (an rltriton
+    call on the Triton backend) straight through ``kernel[grid](*args, **constexprs)``,
+    with the arguments that call recorded (scratch buffers of a time split included, made
+    once): the "bare Triton launch of the same kernel" of BENCHMARKS.md's full-call goal.
+    Replays are cleared first, so the call goes through ``launch._launch``."""
+    from rltriton.kernels import launch
+
+    recorded = []
+    orig = launch._launch
+
+    def record(kernel, lanes, T, pl, args, meta, dtype, device):
+        recorded.append(launch.launch_specs(kernel, lanes, T, pl, list(args), dict(meta), dtype, device)[0])
+        return orig(kernel, lanes, T, pl, args, meta, dtype, device)
+
+    launch.clear_caches()
+    launch._launch = record
+    try:
+        fn()
+    finally:
+        launch._launch = orig
+    if len(recorded) != 1:
+        raise RuntimeError(f"bare_launch: expected one launch record, got {len(recorded)}")
+    specs = recorded[0]
+
+    def bare() -> None:
+        for kernel, grid, args, kw in specs:
+            kernel[grid](*args, **kw)
+
+    return bare
+

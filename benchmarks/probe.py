@@ -17,8 +17,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import bare_launch as common_bare_launch  # noqa: E402
 from benchmarks.common import device_time_us, full_call_us, stream_floor  # noqa: E402
-from rltriton.kernels import launch  # noqa: E402
 from tests.rollouts import ESTIMATORS, make_case, on_gpu  # noqa: E402
 
 SHAPES = [(4096, 128), (4096, 2048), (16384, 512), (512, 4096), (32768, 8), (16384, 16), (32768, 64),
@@ -26,28 +26,9 @@ SHAPES = [(4096, 128), (4096, 2048), (16384, 512), (512, 4096), (32768, 8), (163
 
 
 def bare_launch(case):
-    """A closure re-issuing the kernel launches of one call with their recorded arguments
-    (scratch buffers of a time split included, made once)."""
-    recorded = []
-    orig = launch._launch
-
-    def record(kernel, lanes, T, pl, args, meta, dtype, device):
-        recorded.append(launch.launch_specs(kernel, lanes, T, pl, list(args), dict(meta), dtype, device)[0])
-        return orig(kernel, lanes, T, pl, args, meta, dtype, device)
-
-    launch.clear_caches()  # no replay: the call must go through _launch
-    launch._launch = record
-    try:
-        case(backend="triton")
-    finally:
-        launch._launch = orig
-    specs, = recorded
-
-    def bare():
-        for kernel, grid, args, kw in specs:
-            kernel[grid](*args, **kw)
-
-    return bare
+    """A closure re-issuing the kernel launches of one call of ``case`` (see
+    :func:`benchmarks.common.bare_launch`)."""
+    return common_bare_launch(lambda: case(backend="triton"))
 
 
 def main() -> None:

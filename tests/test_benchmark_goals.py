@@ -1,0 +1,52 @@
+"""The goal checks of ``benchmarks/run.py`` on hand-written figures (no timing happens
+here): each BENCHMARKS.md goal gets its verdict from the right pair of numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+run = pytest.importorskip("benchmarks.run")
+
+
+def _row(shape, category, ours, bare=None, floor=(2.5, 30.0), bw=2.0, peer=None):
+    cands = {"rltriton": {"device_us": ours[0], "full_us": ours[1], "ok": True}}
+    if bare is not None:
+        cands["rltriton(bare)"] = {"device_us": None, "full_us": bare}
+    if peer is not None:
+        cands["rl-triton"] = {"device_us": peer[0], "full_us": peer[1], "ok": True}
+    return {"estimator": "gae", "shape": list(shape), "category": category, "candidates": cands, "skipped": {},
+            "floor": {"device_us": floor[0], "full_us": floor[1]}, "bw_floor_us": bw}
+
+
+def _verdicts(row) -> dict[str, bool]:
+    return {c["goal"]: c["pass"] for c in run.goal_checks([row])}
+
+
+def test_full_call_against_the_bare_launch_of_the_same_kernels():
+    """BENCHMARKS.md: full call <= bare Triton launch of the same kernel + 5 us; the floor
+    kernel's own launch is reported beside it."""
+    v = _verdicts(_row((4096, 128), "classic", (3.0, 44.0), bare=40.0))
+    assert v["full call <= bare launch of the same kernels + 5 us"] is True
+    assert v["full call <= floor kernel's full call + 5 us"] is False  # 44 against 30
+    v = _verdicts(_row((4096, 128), "classic", (3.0, 46.0), bare=40.0))
+    assert v["full call <= bare launch of the same kernels + 5 us"] is False
+    assert "full call <= bare launch of the same kernels + 5 us" not in _verdicts(
+        _row((4096, 128), "classic", (3.0, 44.0)))  # no bare figure: no verdict
+
+
+def test_device_goals_by_category():
+    v = _verdicts(_row((4096, 128), "classic", (3.1, 44.0)))
+    assert v["device <= 1.25 x floor"] is True  # 3.1 / 2.5 = 1.24
+    v = _verdicts(_row((4096, 128), "massive", (3.2, 44.0)))
+    assert v["device <= 1.25 x floor"] is False
+    v = _verdicts(_row((16, 262144), "long", (40.0, 90.0), bw=19.0))
+    assert v["device <= 2 x bandwidth floor (goal row)"] is False  # 40 / 19 = 2.1
+    v = _verdicts(_row((16, 262144), "long", (38.0, 90.0), bw=19.0))
+    assert v["device <= 2 x bandwidth floor (goal row)"] is True
+
+
+def test_ahead_of_a_peer_needs_device_and_full_call():
+    v = _verdicts(_row((4096, 128), "classic", (3.0, 44.0), peer=(3.9, 42.9)))
+    assert v["ahead of rl-triton (device and full call)"] is False  # slower full call
+    v = _verdicts(_row((4096, 128), "classic", (3.0, 42.0), peer=(3.9, 42.9)))
+    assert v["ahead of rl-triton (device and full call)"] is True
