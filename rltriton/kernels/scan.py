@@ -23,9 +23,10 @@ Triton version; :func:`chunk_times`):
   through shared memory (4-8 KB a program), which made the kernels MIO-bound and 1.4-6x
   slower on an H200 with Triton 3.6 than the 92 shuffles.
 
-Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: the
-lanes lie along rows, 4 rows per thread, and each thread holds its rows' steps of the chunk
-in scan order, so the scan over time runs inside the thread (:func:`program_tile`).
+Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: 4
+rows per thread, the lanes mostly along rows, and each thread holding a run of its rows'
+steps in scan order, so the scan over time runs in registers and a few shuffles
+(:func:`program_tile`).
 """
 
 from __future__ import annotations
@@ -276,6 +277,11 @@ def next_state_values(
             nv = tl.where(use, bv, nv)
         if NV_MODE == 3:
             if len(rows.shape) == 2:
+                # a [BN] vector broadcast along time: loaded as a [BN, 1] column, it made
+                # Triton give the whole chunk scan a layout with each row's steps in one
+                # thread on time-major tiles (6 conversions through shared memory a chunk
+                # for GAE at [128, 16] on 4 warps, Triton 3.6 and 3.8; V-trace 16384 x 512
+                # time-major 186 -> 110 us on an H200); now one conversion of the vector
                 BN: tl.constexpr = rows.shape[0]
                 lv = tl.load(lv_ptr + tl.reshape(rows, [BN]) * s_lv_n, mask=tl.reshape(row_mask, [BN]),
                              other=0.0).to(DT)[:, None]
@@ -407,12 +413,11 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 
     TIME_MAJOR: the rows are told to be contiguous in runs of 4 only. Triton picks each
     access's layout from that contiguity: 4 rows per thread (one 16-byte access of float32,
-    4 bytes of bool flags alike), the 32 lanes along rows, and warps beyond ``BLOCK_N / 128``
-    side by side in time (``launch.plan_time_major``). Told the full contiguity, the
-    byte-wide flags take 16 rows per thread and push lanes along time. The scan may take
-    another layout: with a ``last_value`` (read per row, [BN, 1]) Triton gives each thread
-    its row's whole chunk, converting the loads to it through shared memory (6 layout
-    conversions for GAE at [128, 16] on 4 warps; none, and 40 shuffles, without it)."""
+    4 bytes of bool flags alike), the lanes along rows as far as ``BLOCK_N`` goes (8 of
+    them for the 32 rows of ``launch.plan_time_major``), the other lanes and the warps
+    along time, each thread holding 4 steps. Told the full contiguity, the byte-wide flags
+    take 16 rows per thread and push lanes along time. Values read per row must keep that
+    layout: see :func:`next_state_values` for ``last_value``."""
     n_segs = tl.cdiv(T, SEG)
     if PHASE == 3:
         ticket = tl.atomic_add(state_ptr, 1)
