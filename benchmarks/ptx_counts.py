@@ -90,8 +90,8 @@ BASE = dict(HAS_TERM=True, HAS_TRUNC=True, NV_MODE=2, G_TENSOR=False, L_TENSOR=F
             GROUP_TILES=True)
 # the backward kernels and the constexprs that pick each estimator's form
 KERNELS = {"gae": (B.gae_kernel, {}), "td_lambda": (B.td_lambda_kernel, {"HAS_VALUES": True}),
-           "vtrace": (B.vtrace_kernel, {}), "retrace": (B.retrace_kernel, {"ACTION_FORM": False}),
-           "retrace_av": (B.retrace_kernel, {"ACTION_FORM": True})}
+           "vtrace": (B.vtrace_kernel, {}), "retrace": (B.retrace_kernel, {"ACTION_FORM": False, "LAGGED": False}),
+           "retrace_av": (B.retrace_kernel, {"ACTION_FORM": True, "LAGGED": False})}
 # the forward kernel as eligibility traces with dones and an initial trace
 TRACES = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32)
 
@@ -106,6 +106,13 @@ def static_checks() -> dict[str, dict]:
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "GROUP_TILES": False}
         out[f"{name}_time_order"] = build(kern, consts, 4)
+    # Retrace from step-t quantities (launch._RETRACE_LAGGED), chunks in time order as on
+    # the H200's Triton 3.6: the lagged scan in place of the reads at t + 1
+    for name in ("retrace", "retrace_av"):
+        kern, extra = KERNELS[name]
+        consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                  "GROUP_TILES": False, "LAGGED": True}
+        out[f"{name}_lagged"] = build(kern, consts, 4)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

@@ -250,3 +250,36 @@ def test_empty_time_axis(name, backend):
     case = make_case(name, (4, 0), flags="none", bootstrap="none")
     for o, r in zip(case(backend=backend), case(backend="reference")):
         assert o.shape == r.shape and o.numel() == 0
+
+
+@pytest.mark.parametrize("name", ["retrace", "retrace_av"])
+@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
+@pytest.mark.parametrize("mode", ["single", "split", "lookback", "time-order", "time-major", "per-step"])
+def test_retrace_lagged_form(name, bootstrap, mode, monkeypatch, poisoned):
+    """Retrace from step-t quantities only (``launch._RETRACE_LAGGED``: a lagged scan of
+    H_t = v_t + c_t D_t, see ``retrace_kernel``) against the float64 reference: every
+    bootstrap form (``next_values`` keeps the direct form: nv_t is not values[t+1] there),
+    interior and final truncations and terminations, one pass, the two-phase and look-back
+    splits, chunks in time order, time-major tiles, and per-step gamma and lambda."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=mode in ("split", "lookback", "time-order", "time-major"),
+                    lookback=mode == "lookback")
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", mode != "time-order")
+    monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", True)
+    lagged = []
+    launch_ = poisoned._launch
+
+    def spy(kernel, lanes, T, pl, args, meta, *rest):
+        lagged.append(meta.get("LAGGED"))
+        return launch_(kernel, lanes, T, pl, args, meta, *rest)
+
+    monkeypatch.setattr(poisoned, "_launch", spy)
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, (7, 45), bootstrap=bootstrap, flags="both", per_step=mode == "per-step",
+                         time_major=mode == "time-major", seed=59)
+        check(case, "triton")
+        assert lagged == ["next_values" not in case.kwargs], lagged  # (retrace_av takes no next_values)
+    finally:
+        poisoned.clear_caches()

@@ -107,6 +107,17 @@ def test_time_major_tiles(counts, name):
         assert st["cvt"] <= 1 and st["shfl"] <= 136, st
 
 
+@pytest.mark.parametrize("name", ["retrace", "retrace_av"])
+def test_retrace_lagged_reads_step_t_only(counts, name):
+    """The lagged Retrace form (launch._RETRACE_LAGGED) reads nothing at t + 1: fewer
+    global loads than the direct form (BASE's bootstrap_values, chunks in time order; for
+    the action form 26 against 41 with Triton 3.6 and 3.8), for a second reverse scan's
+    shuffles."""
+    lag, direct = counts[f"{name}_lagged"], counts[f"{name}_time_order"]
+    assert lag["ldg"] < direct["ldg"], (lag, direct)
+    assert lag["cvt"] <= direct["cvt"] + 2, (lag, direct)
+
+
 @pytest.mark.parametrize("version, group", [("3.6.0", False), ("3.6.1+git4a9c3f", False), ("3.7.0", True),
                                             ("3.7.0rc1", True), ("3.10.2", True), ("4.0", True)])
 def test_chunk_form_by_triton_version(version, group, monkeypatch):

@@ -288,7 +288,7 @@ def retrace_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, ACTION_FORM: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
     PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
-    GROUP_TILES: tl.constexpr,
+    GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -296,6 +296,15 @@ def retrace_kernel(
     ACTION_FORM: Q, v and log rho are formed here from action values, target
     probabilities, actions and behaviour log-probs (``lr_ptr``), at t and at t+1 (pi at
     s_{t+1} for the expectation). Otherwise ``q_ptr``/``v_ptr``/``lr_ptr`` hold them.
+
+    LAGGED (not with ``next_values``, NV_MODE 1): the same outputs from quantities of step t
+    only. Where t + 1 < T and step t is not done, nv_t = v_{t+1}, so with
+    H_t = v_t + c_t D_t (c_t = l_t min(c_bar, rho_t)) the recursion reads
+    D_t = r_t - Q_t + g_t H_{t+1}, and H itself is the affine recursion
+    H_t = v_t + c_t (r_t - Q_t + [not inside] g_t (1-term_t) nv_t) + [inside] c_t g_t H_{t+1}
+    (inside: t + 1 < T and not done; elsewhere D_t = r_t - Q_t + g_t (1-term_t) nv_t with
+    nv_t the bootstrap, or 0). The lagged scan gives H_{t+1} beside H_t, so nothing is read
+    at t + 1: the action form evaluates its expectation once per step instead of twice.
     """
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR
@@ -316,40 +325,74 @@ def retrace_kernel(
             rows_t, ts, mask, HAS_TERM, HAS_TRUNC, G_TENSOR, L_TENSOR, DT,
         )
         r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
-        if ACTION_FORM:
-            q, v, _lr = _action_form(
-                av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT,
+        if LAGGED:
+            if ACTION_FORM:
+                q, v, lr = _action_form(
+                    av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT,
+                )
+            else:
+                q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)
+                v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
+                lr = load_tile(lr_ptr, rows_t, ts, s_lr_n, s_lr_t, mask, DT)
+            c = lm * tl.minimum(tl.exp(lr), c_bar)
+            inside = (ts + 1 < T) & (done == 0)
+            # nv_t is needed only outside (the bootstrap, or 0; a terminated step's gk is 0):
+            # values[t+1] enter through H_{t+1}, so zeros stand in for them
+            nv = next_state_values(
+                tl.zeros(r.shape, DT), nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t,
+                trunc, True, HAS_TRUNC, NV_MODE, DT,
             )
-            _q, v_next, lr_next = _action_form(
-                av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts + 1, has_next, A, DT,
+            edge = tl.where(inside, 0.0, gk * nv)
+            alpha = tl.where(mask, v + c * (r - q + edge), 0.0)
+            beta = tl.where(mask & inside, c * g, tl.where(mask, 0.0, 1.0))
+            if PHASE == 1:
+                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
+                seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+            else:
+                _h, h_next, carry = scan_step_lagged(
+                    scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss,
+                    rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
+                )
+                h_next = group_order(h_next, r)
+                d = r - q + tl.where(inside, g * h_next, edge)
+                tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)
+                tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, q + d - v, mask=mask)
+        else:
+            if ACTION_FORM:
+                q, v, _lr = _action_form(
+                    av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT,
+                )
+                _q, v_next, lr_next = _action_form(
+                    av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts + 1, has_next, A, DT,
+                )
+            else:
+                q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)
+                v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
+                v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
+                lr_next = load_next_only(lr_ptr, rows, row_mask, ts, T, s_lr_n, s_lr_t, DT)
+            if L_TENSOR:  # lm is the tile of lam at ts (0 beyond T): shift it
+                l_next = load_next(lm, l_ptr, rows, row_mask, ts, T, s_l_n, s_l_t, DT)
+            else:
+                l_next = scalar(l_hi, l_lo, DT)
+            c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
+            nv = next_state_values(
+                v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
+                True, HAS_TRUNC, NV_MODE, DT,
             )
-        else:
-            q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)
-            v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
-            v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
-            lr_next = load_next_only(lr_ptr, rows, row_mask, ts, T, s_lr_n, s_lr_t, DT)
-        if L_TENSOR:  # lm is the tile of lam at ts (0 beyond T): shift it
-            l_next = load_next(lm, l_ptr, rows, row_mask, ts, T, s_l_n, s_l_t, DT)
-        else:
-            l_next = scalar(l_hi, l_lo, DT)
-        c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
-        nv = next_state_values(
-            v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
-            True, HAS_TRUNC, NV_MODE, DT,
-        )
-        alpha = tl.where(mask, r + gk * nv - q, 0.0)
-        beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
-        if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
-            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
-        else:
-            d, carry = scan_step(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
-            )
-            d = group_order(d, r)
-            tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)
-            tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, q + d - v, mask=mask)
+            alpha = tl.where(mask, r + gk * nv - q, 0.0)
+            beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
+            if PHASE == 1:
+                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
+                seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+            else:
+                d, carry = scan_step(
+                    scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss,
+                    rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
+                )
+                d = group_order(d, r)
+                tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)
+                tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, q + d - v, mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)

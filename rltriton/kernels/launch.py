@@ -39,6 +39,11 @@ _MAX_SEGMENTS = 1024
 # it has been verified and timed on the GPU (it passes the interpreter tests).
 _LOOKBACK = False
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
+# Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
+# H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
+# expectation again at t + 1). Off until timed on the GPU: it trades those loads for the
+# lagged scan's four-component combine (it passes the interpreter tests).
+_RETRACE_LAGGED = False
 # Time-major storage ([T, N]: rows are the contiguous axis). A tile is _TM_ROWS rows by
 # _TM_STEPS steps on _TM_WARPS warps: 4 contiguous rows per thread (one 16-byte access, see
 # scan.program_tile), 8 lanes along rows and 4 along time, 4 steps per thread, so the scan
@@ -594,7 +599,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
             lr = rows(raw["log_rhos"])
             av_args = [dummy, 0, 0, 0, dummy, 0, 0, 0, dummy, 0, 0, 1]
         args = [*r, *v, *common, *q, *lr, *split_scalar(assigner.c_bar), *av_args, *qt, *adv, R]
-        meta = {**meta, "ACTION_FORM": "action_values" in raw}
+        meta = {**meta, "ACTION_FORM": "action_values" in raw,
+                "LAGGED": _RETRACE_LAGGED and meta["NV_MODE"] != _NV_NEXT}
         _launch(retrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return qt[0], adv[0]
     raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")
