@@ -5,8 +5,10 @@
 
 ``_ab/`` is git-ignored: carry it to the GPU machine (the device tool's ``carry``).
 
-Estimator names with ``_tm`` (``gae_tm``) time time-major ``[T, N]`` inputs; a final ``_bv``
-(``gae_tm_bv``) passes ``bootstrap_values`` instead of ``last_value``. Each
+Estimators: gae, vtrace, td_lambda, retrace, retrace_av (the action form, 4 actions). Names
+with ``_tm`` (``gae_tm``) time time-major ``[T, N]`` inputs; a final ``_bv`` (``gae_tm_bv``)
+passes ``bootstrap_values`` instead of ``last_value``. A version folder can differ from
+another in a module setting alone (e.g. ``launch._RETRACE_LAGGED = True`` in its copy). Each
 version runs in its own process (its ``rltriton`` first on ``sys.path``) on the same
 inputs (seeded), and the table gives the device time (CUDA-graph replay, µs) per version
 and shape. Used to find which commit moved a time; the floor and peers are ``run.py``'s job.
@@ -55,7 +57,16 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
                 "gae": partial(rt.gae, r, v, lam=0.95, **kw),
                 "vtrace": partial(rt.vtrace, r, v, lr, **kw),
                 "td_lambda": partial(rt.td_lambda, r, v, lam=0.95, **kw),
+                "retrace": partial(rt.retrace, r, v + 0.1, v, lr, lam=0.95, **kw),
             }
+            if est.startswith("retrace_av"):
+                # 4 actions, [*B, T, A] action values and target probabilities
+                A = 4
+                av = torch.randn(*shape, A, device="cuda", generator=g)
+                pi = torch.softmax(torch.randn(*shape, A, device="cuda", generator=g), dim=-1)
+                act = torch.randint(0, A, shape, device="cuda", generator=g)
+                blp = torch.log(torch.rand(shape, device="cuda", generator=g) * 0.9 + 0.1)
+                calls["retrace_av"] = partial(rt.retrace_from_action_values, r, av, pi, act, blp, lam=0.95, **kw)
             out[f"{est} {n}x{t}"] = device_time_us(calls[est.removesuffix("_bv").removesuffix("_tm")])
             del r, v, lr, term, boot, calls
     return out
