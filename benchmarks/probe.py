@@ -17,18 +17,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import bare_launch as common_bare_launch  # noqa: E402
-from benchmarks.common import device_time_us, full_call_us, stream_floor  # noqa: E402
+from benchmarks.common import bare_launch, device_time_us, full_call_us, stream_floor  # noqa: E402
 from tests.rollouts import ESTIMATORS, make_case, on_gpu  # noqa: E402
 
 SHAPES = [(4096, 128), (4096, 2048), (16384, 512), (512, 4096), (32768, 8), (16384, 16), (32768, 64),
           (64, 65536), (16, 262144), (1, 1048576)]
-
-
-def bare_launch(case):
-    """A closure re-issuing the kernel launches of one call of ``case`` (see
-    :func:`benchmarks.common.bare_launch`)."""
-    return common_bare_launch(lambda: case(backend="triton"))
 
 
 def main() -> None:
@@ -47,7 +40,7 @@ def main() -> None:
             fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
             call = lambda fn=fn, args=args, kw=kw: fn(*args, **kw)  # noqa: E731
             o = device_time_us(call)
-            bare = bare_launch(case)
+            bare = bare_launch(lambda case=case: case(backend="triton"))
             full = full_call_us(call, calls=30, trials=3, warmup=10)
             b = full_call_us(bare, calls=30, trials=3, warmup=10)
             print(f"{name:<12} {str(shape):>14} {f:7.1f} {o:7.1f} {o / f:6.2f} {full:7.1f} {b:7.1f} {full - b:9.1f}",

@@ -120,14 +120,15 @@ def test_unbatched_row(name, backend):
     check(make_case(name, (45,), seed=23), backend)
 
 
-def _plans_used(monkeypatch, launch) -> list:
-    """Record the plan of every launch the Triton backend makes."""
+def _plans_used(monkeypatch, launch, what=lambda pl, meta: pl) -> list:
+    """Record the plan (or ``what(plan, constexprs)``) of every launch the Triton backend
+    makes."""
     used = []
     specs = launch.launch_specs
 
-    def spy(kernel, lanes, T, pl, *rest):
-        used.append(pl)
-        return specs(kernel, lanes, T, pl, *rest)
+    def spy(kernel, lanes, T, pl, args, meta, *rest):
+        used.append(what(pl, meta))
+        return specs(kernel, lanes, T, pl, args, meta, *rest)
 
     monkeypatch.setattr(launch, "launch_specs", spy)
     return used
@@ -267,14 +268,7 @@ def test_retrace_lagged_form(name, bootstrap, mode, monkeypatch, poisoned):
                     lookback=mode == "lookback")
     monkeypatch.setattr(poisoned, "_GROUP_TILES", mode != "time-order")
     monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", True)
-    lagged = []
-    launch_ = poisoned._launch
-
-    def spy(kernel, lanes, T, pl, args, meta, *rest):
-        lagged.append(meta.get("LAGGED"))
-        return launch_(kernel, lanes, T, pl, args, meta, *rest)
-
-    monkeypatch.setattr(poisoned, "_launch", spy)
+    lagged = _plans_used(monkeypatch, poisoned, lambda pl, meta: meta.get("LAGGED"))
     poisoned.clear_caches()
     try:
         case = make_case(name, (7, 45), bootstrap=bootstrap, flags="both", per_step=mode == "per-step",
