@@ -5,10 +5,11 @@
 
 ``_ab/`` is git-ignored: carry it to the GPU machine (the device tool's ``carry``).
 
-Estimators: gae, vtrace, td_lambda, retrace, retrace_av (the action form, 4 actions). Names
-with ``_tm`` (``gae_tm``) time time-major ``[T, N]`` inputs; a final ``_bv`` (``gae_tm_bv``)
-passes ``bootstrap_values`` instead of ``last_value``. A version folder can differ from
-another in a module setting alone (e.g. ``launch._RETRACE_LAGGED = True`` in its copy). Each
+Estimators: gae, vtrace, td_lambda, retrace, retrace_av (the action form, 4 actions), traces
+(eligibility traces, the forward kernel). Names with ``_tm`` (``gae_tm``) time time-major
+``[T, N]`` inputs; a final ``_bv`` (``gae_tm_bv``) passes ``bootstrap_values`` instead of
+``last_value``. A version folder can differ from another in a module setting alone (e.g.
+``launch._TM_STAGES = 1`` in its copy). Each
 version runs in its own process (its ``rltriton`` first on ``sys.path``) on the same
 inputs (seeded), and the table gives the device time (CUDA-graph replay, µs) per version
 and shape. Used to find which commit moved a time; the floor and peers are ``run.py``'s job.
@@ -58,6 +59,8 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
                 "vtrace": partial(rt.vtrace, r, v, lr, **kw),
                 "td_lambda": partial(rt.td_lambda, r, v, lam=0.95, **kw),
                 "retrace": partial(rt.retrace, r, v + 0.1, v, lr, lam=0.95, **kw),
+                "traces": partial(rt.eligibility_traces, r, gamma=0.99, lam=0.95, dones=term,
+                                  time_dim=kw["time_dim"]),
             }
             if est.startswith("retrace_av"):
                 # 4 actions, [*B, T, A] action values and target probabilities

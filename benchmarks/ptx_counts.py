@@ -11,6 +11,7 @@ that ``tl.associative_scan(reverse=True)`` costs 92 shuffles per thread where a 
 scan costs 12 (benchmarks/results/2026-11-29-h200-sessionlog.md); a static guide, not a
 timing: the H200 decides.
 """
+import inspect
 import re
 import subprocess
 import sys
@@ -48,6 +49,9 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False):
     (the kernels' tiles for rows-contiguous storage) defaults to ``time_major``."""
     names = kernel.arg_names
     consts = {"TIME_MAJOR": time_major, **consts}
+    for prm in kernel.params:  # constexprs with a default (STAGES, LAGGED) take it unless given
+        if prm.is_constexpr and prm.name not in consts and prm.default is not inspect.Parameter.empty:
+            consts[prm.name] = prm.default
     sig, attrs, cf = {}, {}, {}
     for i, n in enumerate(names):
         if n in consts:
@@ -80,7 +84,8 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False):
             "lds": len(re.findall(r"\bld\.shared", ptx)),
             "sts": len(re.findall(r"\bst\.shared", ptx)), "ldg": len(re.findall(r"\bld\.global", ptx)),
             "v4": len(re.findall(r"\b(?:ld|st)\.global[.a-z0-9]*\.v4", ptx)), "cvt": ttgir.count("convert_layout"),
-            "reverse_scans": ttgir.count("reverse = true")}
+            "reverse_scans": ttgir.count("reverse = true"),
+            "cp_async": len(re.findall(r"\bcp\.async\.c[ag]\b", ptx))}
 
 
 # GROUP_TILES: the backward kernels' group-form chunks (launch._GROUP_TILES, Triton >= 3.7);
@@ -92,6 +97,7 @@ BASE = dict(HAS_TERM=True, HAS_TRUNC=True, NV_MODE=2, G_TENSOR=False, L_TENSOR=F
 KERNELS = {"gae": (B.gae_kernel, {}), "td_lambda": (B.td_lambda_kernel, {"HAS_VALUES": True}),
            "vtrace": (B.vtrace_kernel, {}), "retrace": (B.retrace_kernel, {"ACTION_FORM": False, "LAGGED": False}),
            "retrace_av": (B.retrace_kernel, {"ACTION_FORM": True, "LAGGED": False})}
+# (the action form runs LAGGED by default: the "retrace_av_lagged" entries)
 # the forward kernel as eligibility traces with dones and an initial trace
 TRACES = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32)
 
@@ -141,6 +147,12 @@ def static_checks() -> dict[str, dict]:
     out["gae_tm_one_warp"] = build(B.gae_kernel, consts, 1, time_major=True)
     consts = dict(TRACES, BLOCK_N=32, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False)
     out["traces_tm"] = build(F.forward_kernel, consts, 1, time_major=True)
+    # the chunk loop pipelined 3 deep (launch._TM_STAGES): the next chunks' loads as cp.async
+    consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1,
+              "ONE_CHUNK": False, "STAGES": 3}
+    out["gae_tm_stages3"] = build(B.gae_kernel, consts, 1, time_major=True)
+    consts = dict(TRACES, BLOCK_N=32, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False, STAGES=3)
+    out["traces_tm_stages3"] = build(F.forward_kernel, consts, 1, time_major=True)
     return out
 
 

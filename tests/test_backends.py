@@ -191,25 +191,29 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
 def test_time_major_plans():
     """The time-major plan at the shapes it was measured on (launch.plan_time_major): row
     blocks that fill the GPU take one pass; fewer are split into segments of at most 8
-    chunks towards 8 programs per SM; rows of up to 128 steps are one chunk; too few rows or
-    steps, or too small a call to split, take the generic tiles."""
+    chunks towards 8 programs per SM; rows of up to 128 steps are one chunk; programs of 4
+    or more chunks are pipelined 3 deep; too few rows (under 128) or steps, or too small a
+    call to split, take the generic tiles."""
     from rltriton.kernels import launch
 
     def got(R, T):
         pl = launch.plan_time_major(R, T, 132)
-        return None if pl is None else (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len)
+        return None if pl is None else (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages)
 
-    assert got(16384, 512) == (32, 16, 1, 1, 512)
-    assert got(32768, 64) == (32, 16, 1, 1, 64)
-    assert got(4096, 2048) == (32, 16, 1, 16, 128)  # 8 programs per SM: 8; 8 chunks per segment: 16
-    assert got(1024, 2048) == (32, 16, 1, 32, 64)
-    assert got(8192, 256) == (32, 16, 1, 4, 64)
-    assert got(512, 4096) == (32, 16, 1, 64, 64)
-    assert got(600, 5000) == (32, 16, 1, 40, 128)  # 313 chunks in segments of 8
-    assert got(4096, 128) == (32, 128, 8, 1, 128)
-    assert got(20000, 37) == (32, 16, 1, 1, 48)
+    assert got(16384, 512) == (32, 16, 1, 1, 512, 3)  # 32 chunks a program: pipelined
+    assert got(32768, 64) == (32, 16, 1, 1, 64, 3)
+    assert got(4096, 2048) == (32, 16, 1, 16, 128, 3)  # 8 programs per SM: 8; 8 chunks per segment: 16
+    assert got(1024, 2048) == (32, 16, 1, 32, 64, 3)
+    assert got(8192, 256) == (32, 16, 1, 4, 64, 3)
+    assert got(512, 4096) == (32, 16, 1, 64, 64, 3)
+    assert got(2048, 512) == (32, 16, 1, 16, 32, 1)  # 2 chunks a program: a plain loop
+    assert got(600, 5000) == (32, 16, 1, 40, 128, 3)  # 313 chunks in segments of 8
+    assert got(256, 8192) == (32, 16, 1, 64, 128, 3)
+    assert got(128, 4096) == (32, 16, 1, 64, 64, 3)
+    assert got(4096, 128) == (32, 128, 8, 1, 128, 1)
+    assert got(20000, 37) == (32, 16, 1, 1, 48, 1)  # 3 chunks
     assert got(1024, 128) is None  # 2**17 elements: not worth a split
-    assert got(511, 4096) is None and got(32768, 8) is None
+    assert got(127, 4096) is None and got(32768, 8) is None
 
 
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])
@@ -253,27 +257,48 @@ def test_empty_time_axis(name, backend):
         assert o.shape == r.shape and o.numel() == 0
 
 
-@pytest.mark.parametrize("name", ["retrace", "retrace_av"])
+_RETRACE_FORMS = [(name, lagged, mode) for name in ("retrace", "retrace_av") for lagged in (True, False)
+                  for mode in ("single", "split", "lookback", "time-order", "time-major", "per-step")
+                  if (name == "retrace_av") == lagged or mode in ("single", "split")]
+
+
+@pytest.mark.parametrize(("name", "lagged_form", "mode"), _RETRACE_FORMS)
 @pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
-@pytest.mark.parametrize("mode", ["single", "split", "lookback", "time-order", "time-major", "per-step"])
-def test_retrace_lagged_form(name, bootstrap, mode, monkeypatch, poisoned):
-    """Retrace from step-t quantities only (``launch._RETRACE_LAGGED``: a lagged scan of
-    H_t = v_t + c_t D_t, see ``retrace_kernel``) against the float64 reference: every
-    bootstrap form (``next_values`` keeps the direct form: nv_t is not values[t+1] there),
-    interior and final truncations and terminations, one pass, the two-phase and look-back
-    splits, chunks in time order, time-major tiles, and per-step gamma and lambda."""
+def test_retrace_forms(name, lagged_form, mode, bootstrap, monkeypatch, poisoned):
+    """Retrace in both kernel forms against the float64 reference. The lagged form
+    (``launch._RETRACE_LAGGED``, the default of the action form: a lagged scan of
+    H_t = v_t + c_t D_t from step-t quantities, see ``retrace_kernel``) in every layout the
+    default tests do not give it: the sampled form's; the direct form (reading step t + 1,
+    the sampled form's default) of the action form, one pass and split. Every bootstrap form
+    (``next_values`` keeps the direct form: nv_t is not values[t+1] there), interior and
+    final truncations and terminations, one pass, the two-phase and look-back splits, chunks
+    in time order, time-major tiles, and per-step gamma and lambda."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=mode in ("split", "lookback", "time-order", "time-major"),
                     lookback=mode == "lookback")
     monkeypatch.setattr(poisoned, "_GROUP_TILES", mode != "time-order")
-    monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", True)
+    monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", frozenset({"actions", "sampled"} if lagged_form else ()))
     lagged = _plans_used(monkeypatch, poisoned, lambda pl, meta: meta.get("LAGGED"))
     poisoned.clear_caches()
     try:
         case = make_case(name, (7, 45), bootstrap=bootstrap, flags="both", per_step=mode == "per-step",
                          time_major=mode == "time-major", seed=59)
         check(case, "triton")
-        assert lagged == ["next_values" not in case.kwargs], lagged  # (retrace_av takes no next_values)
+        # (retrace_av takes no next_values)
+        assert lagged == [lagged_form and "next_values" not in case.kwargs], lagged
     finally:
         poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["retrace", "retrace_av"])
+def test_retrace_default_forms(name, monkeypatch, poisoned):
+    """By default the action form takes the lagged kernel form and the sampled form the
+    direct one (launch._RETRACE_LAGGED, from the H200 timings)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    lagged = _plans_used(monkeypatch, poisoned, lambda pl, meta: meta.get("LAGGED"))
+    poisoned.clear_caches()
+    case = make_case(name, (3, 9), bootstrap="last_value", flags="both", seed=5)
+    check(case, "triton")
+    assert lagged == [name == "retrace_av"], lagged

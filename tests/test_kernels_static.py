@@ -129,3 +129,14 @@ def test_chunk_form_by_triton_version(version, group, monkeypatch):
 
     monkeypatch.setattr(triton, "__version__", version)
     assert (launch._triton_version() >= (3, 7)) is group
+
+
+@pytest.mark.parametrize("name", ["gae_tm", "traces_tm"])
+def test_time_major_chunk_loop_is_pipelined(counts, name):
+    """STAGES = 3 (launch._TM_STAGES) turns the time-major chunk loop's global loads into
+    cp.async copies issued ahead of the chunk being scanned: if a Triton release stops
+    pipelining loops without a dot, the time-major tiles lose up to half their speed."""
+    piped = counts[f"{name}_stages3"]
+    plain = counts["gae_tm_last_value" if name == "gae_tm" else "traces_tm"]
+    assert piped["cp_async"] > 0 and plain["cp_async"] == 0, (piped, plain)
+    assert piped["ldg"] < plain["ldg"], (piped, plain)

@@ -41,7 +41,7 @@ def forward_kernel(
     KIND: tl.constexpr, HAS_DONES: tl.constexpr, HAS_INIT: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR)
@@ -64,7 +64,7 @@ def forward_kernel(
                                      S_BLOCK)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
-    for i in range(n_chunks):
+    for i in tl.range(n_chunks, num_stages=STAGES):
         ts = segment_chunk(seg, SEG, i, BLOCK_T)
         mask = lane_mask & (ts < T)
         x = tl.load(x_ptr + rows * s_x_n + ts * s_x_t + feats * s_x_f, mask=mask, other=0.0).to(DT)

@@ -41,9 +41,13 @@ _LOOKBACK = False
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
 # H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
-# expectation again at t + 1). Off until timed on the GPU: it trades those loads for the
-# lagged scan's four-component combine (it passes the interpreter tests).
-_RETRACE_LAGGED = False
+# expectation again at t + 1), for the forms named here ("actions": retrace_from_action_values,
+# "sampled": retrace). It trades those loads for the lagged scan's four-component combine.
+# H200, Triton 3.6 (benchmarks/ab.py, 2026-11-30-h200-s6 notes), direct -> lagged: the
+# action form (4 actions) got faster at every shape timed (16384 x 512 198 -> 168 us,
+# 32768 x 8 21.8 -> 15.0, 4096 x 2048 291 -> 284, 512 x 4096 73.9 -> 71.7); the sampled form
+# gained 7-8% from 2048 steps on but lost 50% at 512 x 4096 (19.4 -> 29.2), so it stays direct.
+_RETRACE_LAGGED = frozenset({"actions"})
 # Time-major storage ([T, N]: rows are the contiguous axis). A tile is _TM_ROWS rows by
 # _TM_STEPS steps on _TM_WARPS warps: 4 contiguous rows per thread (one 16-byte access, see
 # scan.program_tile), 8 lanes along rows and 4 along time, 4 steps per thread, so the scan
@@ -60,17 +64,30 @@ _RETRACE_LAGGED = False
 # 12.7 -> 5.2, 8192 x 256 35 -> 20; 16384 x 512 unchanged (85). Splitting 16384 x 512 (512
 # row blocks) in two made it slower (130 us): its row blocks already fill the GPU.
 # Below _TM_MIN_ROWS rows or _TM_MIN_STEPS steps the generic tiles are used (H200, Triton
-# 3.6: 32768 x 8 GAE 2.9 us generic against 3.5 time-major).
+# 3.6: 32768 x 8 GAE 2.9 us generic against 3.5 time-major). From 128 rows up the time-major
+# tiles win (256 x 8192 GAE 121 -> 32 us, 128 x 16384 169 -> 60, 384 x 4096 95 -> 20, with
+# the minimum at 512 rows before).
 _TM_ROWS = 32
 _TM_STEPS = 16
 _TM_WARPS = 1
-_TM_MIN_ROWS = 512
+_TM_MIN_ROWS = 128
 _TM_MIN_STEPS = 32
 _TM_SPLIT_BELOW = 2
 _TM_PROGRAMS_PER_SM = 8
 _TM_CHUNKS_PER_SEGMENT = 8
 _TM_MAX_SEGMENTS = 64
 _TM_ONE_CHUNK_T = 128
+# A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
+# pipelined _TM_STAGES deep (``tl.range(num_stages=...)``: Triton >= 3.x issues the next
+# chunks' loads as cp.async copies into shared memory while the current chunk is scanned),
+# so the chain of chunks is no longer one memory latency per chunk. H200, Triton 3.6
+# (benchmarks/ab.py, 2026-11-30-h200-s6 notes), time-major, plain loop -> 3 stages:
+# 16384 x 512 GAE 86.7 -> 44.9 us, V-trace 100.8 -> 65.3, TD(lambda) 77.0 -> 34.1;
+# 4096 x 2048 GAE 102 -> 75; 512 x 4096 GAE 22.4 -> 19.1. Programs of 2 chunks (2048 x 512
+# V-trace 14.5 -> 16.3) and batch-major 1024-step chunks (512 x 4096 GAE 13.7 -> 17.1) got
+# slower, so those keep the plain loop.
+_TM_STAGES = 3
+_TM_PIPELINE_CHUNKS = 4
 
 
 def _triton_version() -> tuple[int, int]:
@@ -104,6 +121,7 @@ class Plan(NamedTuple):
     seg_len: int
     lookback: bool = False  # one pass with decoupled look-back instead of two launches
     time_major: bool = False  # tiles for rows-contiguous storage (see _TM_ROWS, plan_time_major)
+    stages: int = 1  # software-pipelining depth of the chunk loop (see _TM_STAGES)
 
 
 @functools.lru_cache(maxsize=16)
@@ -195,7 +213,8 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
         segments = min(segments, _TM_MAX_SEGMENTS, n_chunks)
     per_seg = _cdiv(n_chunks, segments)
     segments = _cdiv(n_chunks, per_seg)
-    return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True)
+    stages = _TM_STAGES if per_seg >= _TM_PIPELINE_CHUNKS else 1
+    return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True, stages)
 
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False) -> Plan:
@@ -406,7 +425,7 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
-                  ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, **meta)
+                  ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, STAGES=pl.stages, **meta)
     if pl.segments == 1:
         full = [*args, T, pl.seg_len, args[0], args[0], args[0], args[0]]
         return [(kernel, (rows_grid, 1), full, dict(PHASE=0, S_BLOCK=1, **common))], []
@@ -599,8 +618,9 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
             lr = rows(raw["log_rhos"])
             av_args = [dummy, 0, 0, 0, dummy, 0, 0, 0, dummy, 0, 0, 1]
         args = [*r, *v, *common, *q, *lr, *split_scalar(assigner.c_bar), *av_args, *qt, *adv, R]
-        meta = {**meta, "ACTION_FORM": "action_values" in raw,
-                "LAGGED": _RETRACE_LAGGED and meta["NV_MODE"] != _NV_NEXT}
+        form = "actions" if "action_values" in raw else "sampled"
+        meta = {**meta, "ACTION_FORM": form == "actions",
+                "LAGGED": form in _RETRACE_LAGGED and meta["NV_MODE"] != _NV_NEXT}
         _launch(retrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return qt[0], adv[0]
     raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")
