@@ -50,7 +50,10 @@ def candidates(R: int, T: int):
         # (rows, steps, warps): 128 rows is the default tile (4 rows per thread, lanes along
         # rows, warps along time); 32 rows give 4x the programs, with lanes shared between
         # rows and time. Segments: powers of two that give 1-16 programs per SM
-        shapes = [(128, 16, 4), (128, 8, 2), (32, 16, 1), (32, 32, 4), (32, 64, 4), (32, 64, 8), (32, 128, 8)]
+        # (SWEEP_STAGES, default "1,3": the chunk loop plain or pipelined, launch._TM_STAGES,
+        # for programs of at least 2 chunks)
+        shapes = [(128, 16, 4), (128, 8, 2), (32, 16, 1), (32, 32, 2), (32, 32, 4), (32, 64, 4), (32, 64, 8),
+                  (32, 128, 8), (16, 16, 1), (16, 32, 1), (64, 16, 2)]
         for bn, bt, w in shapes:
             if bt > 2 * p2:
                 continue
@@ -60,7 +63,9 @@ def candidates(R: int, T: int):
                           if s <= n_chunks and 132 <= row_blocks * s <= 16 * 132]
             for s in segs:
                 per = -(-n_chunks // s)
-                out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, True))
+                for st in STAGES:
+                    if st == 1 or per >= 2:
+                        out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, True, st))
         return out
     if T <= 128:
         for tile, w in ((256, 1), (256, 2), (512, 2), (1024, 4), (2048, 4), (2048, 8)):
@@ -87,6 +92,7 @@ def candidates(R: int, T: int):
 
 VERBOSE = bool(os.environ.get("SWEEP_VERBOSE"))
 TIME_MAJOR = bool(os.environ.get("SWEEP_TIME_MAJOR"))
+STAGES = [int(x) for x in os.environ.get("SWEEP_STAGES", "1,3").split(",")]
 SHAPES = [(32768, 8), (16384, 16), (8192, 32), (32768, 64), (4096, 128), (16384, 512), (4096, 512), (4096, 2048),
           (512, 512), (512, 2048), (512, 4096), (256, 1024), (128, 1024), (64, 512), (64, 65536), (16, 262144),
           (1, 1048576)]

@@ -62,6 +62,7 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) ->
     monkeypatch.setattr(launch, "_TM_STEPS", 4)
     monkeypatch.setattr(launch, "_TM_WARPS", 2)
     monkeypatch.setattr(launch, "_TM_MAX_SEGMENTS", 3)
+    monkeypatch.setattr(launch, "_TM_NARROW_MIN_T", 1 << 30)  # keep _TM_ROWS
     launch.clear_caches()
 
 

@@ -161,8 +161,9 @@ def test_time_major_tiles(name, split, monkeypatch, poisoned):
 def test_time_major_default_tiles(name, monkeypatch, poisoned):
     """The production time-major tiles (32 rows by 16 steps on one warp), on 130 rows (the
     last row program holds 2): one pass over 3 chunks; the two-pass split in 3 segments
-    of 5 chunks; and a row of 100 steps as one chunk of 128 on 8 warps (the interpreter
-    is slow on these tiles: few programs here)."""
+    of 5 chunks; a row of 100 steps as one chunk of 128 on 8 warps; and the 16-row tiles
+    (``_TM_NARROW_ROWS``; the last row program holds 2 rows) (the interpreter is slow on
+    these tiles: few programs here)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     used = _plans_used(monkeypatch, poisoned)
@@ -184,30 +185,39 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
         used.clear()
         check(make_case(name, (130, 100), time_major=True, seed=53), "triton")
         assert [(pl.time_major, pl.block_t, pl.num_warps, pl.segments) for pl in used] == [(True, 128, 8, 1)]
+        used.clear()
+        monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)
+        monkeypatch.setattr(poisoned, "_TM_NARROW_MIN_T", 2)
+        poisoned.clear_caches()
+        check(make_case(name, (130, 37), time_major=True, seed=61), "triton")
+        assert [(pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.stages) for pl in used] \
+            == [(True, 16, 16, 1, 1, 1)]
     finally:
         poisoned.clear_caches()
 
 
 def test_time_major_plans():
     """The time-major plan at the shapes it was measured on (launch.plan_time_major): row
-    blocks that fill the GPU take one pass; fewer are split into segments of at most 8
-    chunks towards 8 programs per SM; rows of up to 128 steps are one chunk; programs of 4
-    or more chunks are pipelined 3 deep; too few rows (under 128) or steps, or too small a
-    call to split, take the generic tiles."""
+    blocks that fill the GPU take one pass; 16-row tiles where that gives enough blocks;
+    fewer are split into segments of at most 16 chunks towards 8 programs per SM; rows of
+    up to 128 steps are one chunk; programs of 4 or more chunks are pipelined 3 deep; too
+    few rows (under 128) or steps, or too small a call to split, take the generic tiles."""
     from rltriton.kernels import launch
 
     def got(R, T):
         pl = launch.plan_time_major(R, T, 132)
         return None if pl is None else (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages)
 
-    assert got(16384, 512) == (32, 16, 1, 1, 512, 3)  # 32 chunks a program: pipelined
+    assert got(16384, 512) == (16, 16, 1, 1, 512, 3)  # 16-row tiles; 32 chunks a program: pipelined
+    assert got(8192, 256) == (16, 16, 1, 1, 256, 3)  # 16-row tiles instead of a split
+    assert got(16384, 64) == (32, 16, 1, 1, 64, 3)  # short rows keep 32
+    assert got(32768, 512) == (32, 16, 1, 1, 512, 3)  # 1024 row blocks
     assert got(32768, 64) == (32, 16, 1, 1, 64, 3)
-    assert got(4096, 2048) == (32, 16, 1, 16, 128, 3)  # 8 programs per SM: 8; 8 chunks per segment: 16
+    assert got(4096, 2048) == (32, 16, 1, 8, 256, 3)  # 8 programs per SM: 8; 16 chunks per segment: 8
     assert got(1024, 2048) == (32, 16, 1, 32, 64, 3)
-    assert got(8192, 256) == (32, 16, 1, 4, 64, 3)
     assert got(512, 4096) == (32, 16, 1, 64, 64, 3)
     assert got(2048, 512) == (32, 16, 1, 16, 32, 1)  # 2 chunks a program: a plain loop
-    assert got(600, 5000) == (32, 16, 1, 40, 128, 3)  # 313 chunks in segments of 8
+    assert got(600, 5000) == (32, 16, 1, 32, 160, 3)  # 313 chunks in segments of 10
     assert got(256, 8192) == (32, 16, 1, 64, 128, 3)
     assert got(128, 4096) == (32, 16, 1, 64, 64, 3)
     assert got(4096, 128) == (32, 128, 8, 1, 128, 1)

@@ -74,7 +74,7 @@ _TM_MIN_ROWS = 128
 _TM_MIN_STEPS = 32
 _TM_SPLIT_BELOW = 2
 _TM_PROGRAMS_PER_SM = 8
-_TM_CHUNKS_PER_SEGMENT = 8
+_TM_CHUNKS_PER_SEGMENT = 16
 _TM_MAX_SEGMENTS = 64
 _TM_ONE_CHUNK_T = 128
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
@@ -88,6 +88,24 @@ _TM_ONE_CHUNK_T = 128
 # slower, so those keep the plain loop.
 _TM_STAGES = 3
 _TM_PIPELINE_CHUNKS = 4
+# Row blocks fewer than _TM_NARROW_BELOW per SM take tiles of _TM_NARROW_ROWS rows when
+# that makes at least _TM_SPLIT_BELOW row blocks per SM (no split). H200, Triton 3.6
+# (benchmarks/ab.py, 2026-11-30-h200-s6 notes), 32 -> 16 rows: 16384 x 512 GAE 44.2 -> 39.9,
+# V-trace 64.9 -> 49.4; 8192 x 256 GAE 15.9 -> 11.7, traces 10.8 -> 7.1; slower where it
+# does not avoid a split or the 32-row blocks already fill the GPU (4096 x 2048 GAE 66 -> 81,
+# 32768 x 64 V-trace 13.0 -> 17.0).
+# Rows of fewer than _TM_NARROW_MIN_T steps keep 32 (untimed there; at 64 steps the 16-row
+# tiles were the slower ones).
+_TM_NARROW_ROWS = 16
+_TM_NARROW_BELOW = 4
+_TM_NARROW_MIN_T = 256
+# About a row block per SM or more (_TM_WIDE_MIN_BLOCKS), rows too few to skip the split
+# could instead take one pass of wider pipelined tiles (_TM_WIDE_STEPS steps on
+# _TM_WIDE_WARPS warps). Off: at 4096 x 2048 (128 row blocks) that made GAE faster (66 ->
+# 59 us) but V-trace (88 -> 141) and traces (38 -> 49) slower.
+_TM_WIDE_MIN_BLOCKS = 1 << 30
+_TM_WIDE_STEPS = 64
+_TM_WIDE_WARPS = 4
 
 
 def _triton_version() -> tuple[int, int]:
@@ -188,16 +206,25 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
 
-    Tiles of ``_TM_ROWS`` rows by ``_TM_STEPS`` steps on ``_TM_WARPS`` warps. With fewer
+    Tiles of ``_TM_ROWS`` rows by ``_TM_STEPS`` steps on ``_TM_WARPS`` warps
+    (``_TM_NARROW_ROWS`` rows where that avoids a split, see there). With fewer
     than ``_TM_SPLIT_BELOW`` row blocks per SM, rows of at most ``_TM_ONE_CHUNK_T`` steps
     are one chunk (a warp per ``_TM_STEPS`` steps), and longer rows are cut into segments
     of whole chunks (two passes, summaries stored segment-major so they too are read along
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
-    and for at most ``_TM_CHUNKS_PER_SEGMENT`` chunks each, at most ``_TM_MAX_SEGMENTS``."""
+    and for at most ``_TM_CHUNKS_PER_SEGMENT`` chunks each, at most ``_TM_MAX_SEGMENTS``.
+    Programs of ``_TM_PIPELINE_CHUNKS`` chunks or more pipeline their loop ``_TM_STAGES``
+    deep."""
     if R < _TM_MIN_ROWS or T < max(2, _TM_MIN_STEPS):
         return None
     block_n, block_t, num_warps = _TM_ROWS, min(_TM_STEPS, _next_pow2(T)), _TM_WARPS
     row_blocks = _cdiv(R, block_n)
+    if T >= _TM_NARROW_MIN_T and row_blocks < _TM_NARROW_BELOW * sms \
+            and _cdiv(R, _TM_NARROW_ROWS) >= _TM_SPLIT_BELOW * sms:
+        # narrower tiles: twice the programs, enough to skip the split (8192 x 256) or to
+        # fill the SMs better (16384 x 512)
+        block_n = _TM_NARROW_ROWS
+        row_blocks = _cdiv(R, block_n)
     n_chunks = _cdiv(T, block_t)
     segments = 1
     if row_blocks < _TM_SPLIT_BELOW * sms:
@@ -208,6 +235,13 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
         if T <= _TM_ONE_CHUNK_T:
             block_t = _next_pow2(T)
             return Plan(block_n, block_t, max(1, block_t * _TM_WARPS // _TM_STEPS), 1, block_t, False, True)
+        if row_blocks >= _TM_WIDE_MIN_BLOCKS:
+            # about a row block per SM already: one pass of wider tiles (pipelined), where a
+            # split would read everything twice
+            block_t = _TM_WIDE_STEPS
+            n_chunks = _cdiv(T, block_t)
+            stages = _TM_STAGES if n_chunks >= _TM_PIPELINE_CHUNKS else 1
+            return Plan(block_n, block_t, _TM_WIDE_WARPS, 1, n_chunks * block_t, False, True, stages)
         wanted = max(1, _TM_PROGRAMS_PER_SM * sms // row_blocks)
         segments = max(1 << (wanted.bit_length() - 1), _cdiv(n_chunks, _TM_CHUNKS_PER_SEGMENT))
         segments = min(segments, _TM_MAX_SEGMENTS, n_chunks)
