@@ -75,6 +75,23 @@ def stream_floor(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> Cal
     return run
 
 
+def per_step_inputs(tensors: list[object], shape: tuple[int, int]) -> list[torch.Tensor]:
+    """The tensors among ``tensors`` that an estimator reads per step, as ``[N, T]`` tensors
+    for :func:`stream_floor`: ``[N, T]`` ones as they are, and an ``[N, T, A]`` one (A even:
+    the action form's action values and probabilities) as A/2 float64 copies of its bytes
+    (made once, outside the timing), so the floor moves those bytes too."""
+    out = []
+    for x in tensors:
+        if not isinstance(x, torch.Tensor):
+            continue
+        if tuple(x.shape) == tuple(shape):
+            out.append(x)
+        elif x.dim() == 3 and tuple(x.shape[:2]) == tuple(shape) and x.shape[2] % 2 == 0 and x.element_size() == 4:
+            wide = x.contiguous().view(torch.float64)
+            out.extend(wide[..., i].contiguous() for i in range(wide.shape[-1]))
+    return out
+
+
 def device_time_us(fn: Callable[[], object], graph_calls: int = 50, replays: int = 10) -> float:
     """Per-call device time from a CUDA graph of ``graph_calls`` calls (median replay)."""
     s = torch.cuda.Stream()

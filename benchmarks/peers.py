@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 import rltriton as rt
+from benchmarks import common
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS_DIR = ROOT / ".peers"
@@ -191,19 +192,10 @@ def our_args(ro: Rollout) -> tuple[tuple, dict[str, Any]]:
 
 def floor_io(ro: Rollout) -> list[Tensor]:
     """The per-step inputs our estimator reads (what the streaming floor reads), as ``[N, T]``
-    tensors: an ``[N, T, A]`` float32 tensor of the action form counts as A/2 float64 ones of
-    the same bytes (copies, made once, outside the timing)."""
+    tensors (``common.per_step_inputs``: an ``[N, T, A]`` float32 tensor of the action form
+    counts as A/2 float64 ones of the same bytes)."""
     args, kw = our_args(ro)
-    out = []
-    for x in list(args) + list(kw.values()):
-        if not isinstance(x, Tensor):
-            continue
-        if tuple(x.shape) == (ro.N, ro.T):
-            out.append(x)
-        elif x.dim() == 3 and tuple(x.shape[:2]) == (ro.N, ro.T) and x.shape[2] % 2 == 0:
-            wide = x.contiguous().view(torch.float64)
-            out.extend(wide[..., i].contiguous() for i in range(wide.shape[-1]))
-    return out
+    return common.per_step_inputs(list(args) + list(kw.values()), (ro.N, ro.T))
 
 
 def _named(est: str, out: Any) -> dict[str, Tensor]:

@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import bare_launch, device_time_us, full_call_us, stream_floor  # noqa: E402
+from benchmarks.common import bare_launch, device_time_us, full_call_us, per_step_inputs, stream_floor  # noqa: E402
 from tests.rollouts import ESTIMATORS, make_case, on_gpu  # noqa: E402
 
 SHAPES = [(4096, 128), (4096, 2048), (16384, 512), (512, 4096), (32768, 8), (16384, 16), (32768, 64),
@@ -31,8 +31,8 @@ def main() -> None:
     for name in names:
         for shape in SHAPES:
             case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
-            per_step = [x for x in list(case.args) + list(case.kwargs.values())
-                        if isinstance(x, torch.Tensor) and x.shape == torch.Size(shape)]
+            # (the action form's [N, T, A] inputs count too: their bytes are streamed)
+            per_step = per_step_inputs(list(case.args) + list(case.kwargs.values()), shape)
             n_out = len(case(backend="triton"))
             outs = [torch.empty(shape, device="cuda") for _ in range(n_out)]
             floor = stream_floor(per_step, outs)

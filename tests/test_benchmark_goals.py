@@ -50,3 +50,21 @@ def test_ahead_of_a_peer_needs_device_and_full_call():
     assert v["ahead of rl-triton (device and full call)"] is False  # slower full call
     v = _verdicts(_row((4096, 128), "classic", (3.0, 42.0), peer=(3.9, 42.9)))
     assert v["ahead of rl-triton (device and full call)"] is True
+
+
+def test_floor_streams_the_action_form_bytes():
+    """The floor of Retrace's action form moves its [N, T, A] inputs too: each float32 one
+    as A/2 float64 [N, T] tensors holding the same bytes (the probe and the harness alike)."""
+    import torch
+
+    from benchmarks.common import per_step_inputs
+
+    r = torch.randn(3, 5)
+    av = torch.randn(3, 5, 4)
+    act = torch.zeros(3, 5, dtype=torch.long)
+    got = per_step_inputs([r, av, act, torch.ones(3), 0.99], (3, 5))
+    assert [x.dtype for x in got] == [torch.float32, torch.float64, torch.float64, torch.int64]
+    assert all(tuple(x.shape) == (3, 5) for x in got)
+    assert sum(x.numel() * x.element_size() for x in got) == sum(
+        x.numel() * x.element_size() for x in (r, av, act))
+    assert torch.equal(torch.stack(got[1:3], -1).view(torch.float32).reshape(3, 5, 4), av)
