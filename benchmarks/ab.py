@@ -13,6 +13,8 @@ Estimators: gae, vtrace, td_lambda, retrace, retrace_av (the action form, 4 acti
 version runs in its own process (its ``rltriton`` first on ``sys.path``) on the same
 inputs (seeded), and the table gives the device time (CUDA-graph replay, µs) per version
 and shape. Used to find which commit moved a time; the floor and peers are ``run.py``'s job.
+Each version's outputs are summed (float64 sum of absolute values) and compared with the first
+version's: a ``MISMATCH`` line names a version whose plan changed a result beyond rounding.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
     from benchmarks.common import device_time_us
 
     assert Path(rt.__file__).resolve().is_relative_to(Path(src).resolve()), rt.__file__
-    out = {}
+    out: dict = {}
+    sums: dict = {}
+    out["_sums"] = sums
     for n, t in shapes:
         for est in ests:
             tm = "_tm" in est  # time-major storage: [T, N], time_dim=0
@@ -70,7 +74,12 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
                 act = torch.randint(0, A, shape, device="cuda", generator=g)
                 blp = torch.log(torch.rand(shape, device="cuda", generator=g) * 0.9 + 0.1)
                 calls["retrace_av"] = partial(rt.retrace_from_action_values, r, av, pi, act, blp, lam=0.95, **kw)
-            out[f"{est} {n}x{t}"] = device_time_us(calls[est.removesuffix("_bv").removesuffix("_tm")])
+            call = calls[est.removesuffix("_bv").removesuffix("_tm")]
+            res = call()
+            # a checksum of the outputs: versions that differ in a plan must agree (to rounding)
+            res = res if isinstance(res, tuple) else (res,)
+            sums[f"{est} {n}x{t}"] = [float(o.double().abs().sum()) for o in res]
+            out[f"{est} {n}x{t}"] = device_time_us(call)
             del r, v, lr, term, boot, calls
     return out
 
@@ -97,6 +106,12 @@ def main() -> None:
         res[src] = json.loads(p.stdout.strip().splitlines()[-1])
     keys = [f"{e} {n}x{t}" for n, t in shapes for e in ests]
     names = [Path(s).name or s for s in res]
+    first = next(iter(res.values()), {}).get("_sums", {})
+    for s, r in res.items():
+        for k, sums in r.get("_sums", {}).items():
+            ref = first.get(k)
+            if ref and any(not abs(a - b) <= 1e-4 * max(abs(b), 1.0) for a, b in zip(sums, ref)):
+                print(f"MISMATCH {Path(s).name} {k}: output checksums {sums} against {ref}")
     print(f"{'case':<22}" + "".join(f"{n[:10]:>11}" for n in names))
     for k in keys:
         print(f"{k:<22}" + "".join(f"{res[s].get(k, float('nan')):>11.1f}" for s in res))

@@ -161,7 +161,9 @@ def test_time_major_tiles(name, split, monkeypatch, poisoned):
 def test_time_major_default_tiles(name, monkeypatch, poisoned):
     """The production time-major tiles (32 rows by 16 steps on one warp), on 130 rows (the
     last row program holds 2): one pass over 3 chunks; the two-pass split in 3 segments
-    of 5 chunks; a row of 100 steps as one chunk of 128 on 8 warps; and the 16-row tiles
+    of 5 chunks; a row of 100 steps as one chunk of 16 rows by 128 steps on 8 warps; V-trace's
+    one pass of 64-step tiles on 8 warps where the others split (``_TM_WIDE_KINDS``, 4 chunks:
+    pipelined); and the 16-row tiles
     (``_TM_NARROW_ROWS``; the last row program holds 2 rows) (the interpreter is slow on
     these tiles: few programs here)."""
     if not INTERPRET:
@@ -184,7 +186,15 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
         assert [(pl.time_major, pl.segments, pl.seg_len) for pl in used] == [(True, 3, 80)]
         used.clear()
         check(make_case(name, (130, 100), time_major=True, seed=53), "triton")
-        assert [(pl.time_major, pl.block_t, pl.num_warps, pl.segments) for pl in used] == [(True, 128, 8, 1)]
+        assert [(pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments) for pl in used] \
+            == [(True, 16, 128, 8, 1)]
+        used.clear()
+        monkeypatch.setattr(poisoned, "_TM_WIDE_MIN_BLOCKS", 1)
+        poisoned.clear_caches()
+        check(make_case(name, (130, 200), time_major=True, seed=67), "triton")
+        want = (True, 32, 64, 8, 1, 256, 3) if name == "vtrace" else (True, 32, 16, 1, 3, 80, 3)
+        assert [(pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages)
+                for pl in used] == [want]
         used.clear()
         monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)
         monkeypatch.setattr(poisoned, "_TM_NARROW_MIN_T", 2)
@@ -220,7 +230,13 @@ def test_time_major_plans():
     assert got(600, 5000) == (32, 16, 1, 32, 160, 3)  # 313 chunks in segments of 10
     assert got(256, 8192) == (32, 16, 1, 64, 128, 3)
     assert got(128, 4096) == (32, 16, 1, 64, 64, 3)
-    assert got(4096, 128) == (32, 128, 8, 1, 128, 1)
+    assert got(4096, 128) == (16, 128, 8, 1, 128, 1)  # one chunk of 16 rows, a warp per 16 steps
+    assert got(4096, 64) == (16, 64, 4, 1, 64, 1)
+    # V-trace and Retrace: one pass of wider tiles instead of a split from 128 row blocks
+    assert launch.plan_time_major(4096, 2048, 132, wide=True)[:5] == (32, 64, 8, 1, 2048)
+    assert launch.plan_time_major(4100, 700, 132, wide=True)[:5] == (32, 64, 8, 1, 704)
+    assert launch.plan_time_major(2048, 2048, 132, wide=True) == launch.plan_time_major(2048, 2048, 132)
+    assert launch.plan_time_major(16384, 512, 132, wide=True) == launch.plan_time_major(16384, 512, 132)
     assert got(20000, 37) == (32, 16, 1, 1, 48, 1)  # 3 chunks
     assert got(1024, 128) is None  # 2**17 elements: not worth a split
     assert got(127, 4096) is None and got(32768, 8) is None

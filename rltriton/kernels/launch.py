@@ -77,6 +77,13 @@ _TM_PROGRAMS_PER_SM = 8
 _TM_CHUNKS_PER_SEGMENT = 16
 _TM_MAX_SEGMENTS = 64
 _TM_ONE_CHUNK_T = 128
+# Rows of up to _TM_ONE_CHUNK_T steps, one chunk: _TM_ONE_CHUNK_ROWS rows, a warp per
+# _TM_ONE_CHUNK_WARP_STEPS steps. H200, Triton 3.6 (2026-11-30-h200-s6 notes), 32 -> 16 rows:
+# 4096 x 128 GAE 5.1 -> 4.5 us, V-trace 6.4 -> 5.4, Retrace 6.4 -> 5.1, traces 4.5 -> 3.7;
+# 4096 x 64 V-trace 4.6 -> 3.5; 8192 x 128 within 0.2 us but V-trace 11.0 -> 9.1. A warp per
+# 32 steps instead was slower (4096 x 128 V-trace 6.4 -> 12.2).
+_TM_ONE_CHUNK_ROWS = 16
+_TM_ONE_CHUNK_WARP_STEPS = 16
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
 # pipelined _TM_STAGES deep (``tl.range(num_stages=...)``: Triton >= 3.x issues the next
 # chunks' loads as cp.async copies into shared memory while the current chunk is scanned),
@@ -100,12 +107,16 @@ _TM_NARROW_ROWS = 16
 _TM_NARROW_BELOW = 4
 _TM_NARROW_MIN_T = 256
 # About a row block per SM or more (_TM_WIDE_MIN_BLOCKS), rows too few to skip the split
-# could instead take one pass of wider pipelined tiles (_TM_WIDE_STEPS steps on
-# _TM_WIDE_WARPS warps). Off: at 4096 x 2048 (128 row blocks) that made GAE faster (66 ->
-# 59 us) but V-trace (88 -> 141) and traces (38 -> 49) slower.
-_TM_WIDE_MIN_BLOCKS = 1 << 30
+# take, for the estimators of _TM_WIDE_KINDS, one pass of wider pipelined tiles instead
+# (_TM_WIDE_STEPS steps on _TM_WIDE_WARPS warps). H200, Triton 3.6 (2026-11-30-h200-s6
+# notes), split -> (32 rows, 64 steps, 8 warps): 4096 x 2048 V-trace 86 -> 74 us, Retrace
+# (sampled) 98 -> 74, 4096 x 512 V-trace 24 -> 20; GAE equal (65 -> 64), TD(lambda) 53 -> 62
+# and traces 38 -> 59 slower, so those keep the split. With 4 warps V-trace got slower
+# (88 -> 141). Retrace's action form is untimed with these tiles and keeps the split.
+_TM_WIDE_KINDS = frozenset({"vtrace", "retrace"})
+_TM_WIDE_MIN_BLOCKS = 128
 _TM_WIDE_STEPS = 64
-_TM_WIDE_WARPS = 4
+_TM_WIDE_WARPS = 8
 
 
 def _triton_version() -> tuple[int, int]:
@@ -201,7 +212,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan:
 
 
 @functools.lru_cache(maxsize=4096)
-def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
+def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -214,7 +225,9 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
     and for at most ``_TM_CHUNKS_PER_SEGMENT`` chunks each, at most ``_TM_MAX_SEGMENTS``.
     Programs of ``_TM_PIPELINE_CHUNKS`` chunks or more pipeline their loop ``_TM_STAGES``
-    deep."""
+    deep. ``wide`` (the estimators of ``_TM_WIDE_KINDS``): from ``_TM_WIDE_MIN_BLOCKS`` row
+    blocks, one pass of ``_TM_WIDE_STEPS``-step tiles on ``_TM_WIDE_WARPS`` warps instead of a
+    split."""
     if R < _TM_MIN_ROWS or T < max(2, _TM_MIN_STEPS):
         return None
     block_n, block_t, num_warps = _TM_ROWS, min(_TM_STEPS, _next_pow2(T)), _TM_WARPS
@@ -234,8 +247,9 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
             return None
         if T <= _TM_ONE_CHUNK_T:
             block_t = _next_pow2(T)
-            return Plan(block_n, block_t, max(1, block_t * _TM_WARPS // _TM_STEPS), 1, block_t, False, True)
-        if row_blocks >= _TM_WIDE_MIN_BLOCKS:
+            warps = max(1, block_t // _TM_ONE_CHUNK_WARP_STEPS)
+            return Plan(_TM_ONE_CHUNK_ROWS, block_t, warps, 1, block_t, False, True)
+        if wide and row_blocks >= _TM_WIDE_MIN_BLOCKS:
             # about a row block per SM already: one pass of wider tiles (pipelined), where a
             # split would read everything twice
             block_t = _TM_WIDE_STEPS
@@ -251,13 +265,14 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan | None:
     return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True, stages)
 
 
-def plan_for(R: int, T: int, device: torch.device, time_major: bool = False) -> Plan:
+def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
-    the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`)."""
+    the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
+    ``wide`` as there)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
-        pl = plan_time_major(R, T, sms)
+        pl = plan_time_major(R, T, sms, wide)
         if pl is not None:
             return pl
     return plan(R, T, sms)
@@ -609,7 +624,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     caller = raw["rewards"]
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
-    pl = plan_for(R, T, p.device, time_major=r[1] == 1)  # unit row stride: [T, N] storage
+    wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
+    pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide)  # unit row stride: [T, N] storage
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)
