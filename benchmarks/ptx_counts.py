@@ -119,6 +119,10 @@ def static_checks() -> dict[str, dict]:
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "GROUP_TILES": False, "LAGGED": True}
         out[f"{name}_lagged"] = build(kern, consts, 4)
+    # the action form reading each step's 4 actions as one vector (launch._RETRACE_AV_VEC)
+    consts = {**BASE, **KERNELS["retrace_av"][1], "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1,
+              "ONE_CHUNK": True, "GROUP_TILES": False, "LAGGED": True, "AV_VEC": 4}
+    out["retrace_av_lagged_vec4"] = build(B.retrace_kernel, consts, 4)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

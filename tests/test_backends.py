@@ -328,3 +328,27 @@ def test_retrace_default_forms(name, monkeypatch, poisoned):
     case = make_case(name, (3, 9), bootstrap="last_value", flags="both", seed=5)
     check(case, "triton")
     assert lagged == [name == "retrace_av"], lagged
+
+
+def test_retrace_action_vectors_need_a_gpu_and_4_aligned_actions(monkeypatch, poisoned):
+    """launch._RETRACE_AV_VEC reads 4 float32 actions per step as one vector (inline PTX),
+    only where the launcher can promise the layout (contiguous actions, rows and steps 16-byte
+    multiples apart) and only on CUDA: the interpreter keeps the loop (and stays right)."""
+    import torch
+
+    from rltriton.kernels.launch import _vec4_actions
+
+    assert _vec4_actions(torch.zeros(3, 5, 4))
+    assert _vec4_actions(torch.zeros(5, 3, 4).transpose(0, 1))  # time-major rows
+    assert _vec4_actions(torch.zeros(1, 5, 4)[:, :, :])
+    assert not _vec4_actions(torch.zeros(3, 5, 5)[..., :4])  # steps 20 bytes apart
+    assert not _vec4_actions(torch.zeros(3, 5, 4, dtype=torch.float64))
+    assert not _vec4_actions(torch.zeros(3, 5, 3))
+    assert not _vec4_actions(torch.zeros(3, 4, 5).transpose(1, 2))  # actions not contiguous
+    if not INTERPRET:
+        return
+    monkeypatch.setattr(poisoned, "_RETRACE_AV_VEC", True)
+    vec = _plans_used(monkeypatch, poisoned, lambda pl, meta: meta.get("AV_VEC"))
+    poisoned.clear_caches()
+    check(make_case("retrace_av", (3, 9), bootstrap="last_value", flags="both", seed=7), "triton")
+    assert vec == [0], vec

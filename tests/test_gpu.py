@@ -195,6 +195,60 @@ def test_lookback_split(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+def _misaligned(x: torch.Tensor) -> torch.Tensor:
+    """``x`` copied into a buffer one element in: same strides, base address 4 bytes past a
+    16-byte boundary."""
+    buf = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
+    out = buf[1:].view(x.shape)
+    out.copy_(x)
+    return out
+
+
+@pytest.mark.parametrize("bootstrap", ["last_value", "bootstrap_values"])
+@pytest.mark.parametrize("layout", ["batch-major", "time-major", "misaligned"])
+@pytest.mark.parametrize("shape", [(37, 1000), (4096, 100), (16384, 512)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_retrace_action_vectors(shape, layout, bootstrap, monkeypatch):
+    """Retrace's action form reading each step's 4 actions as one vector (launch._RETRACE_AV_VEC,
+    inline PTX the interpreter cannot run), forced on: batch- and time-major, and action
+    tensors at a base address that is not 16-byte aligned (the kernel's run-time check falls
+    back to the loop over actions), repeated so that a replay runs too."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_RETRACE_AV_VEC", True)
+    launch.clear_caches()
+    vec = _plans_meta(monkeypatch, launch)
+    try:
+        case = make_case("retrace_av", shape, bootstrap=bootstrap, flags="both", seed=shape[1])
+        ref = case(backend="reference")
+        if layout == "time-major":
+            for _ in range(2):
+                _compare_time_major(case, ref, f"retrace_av {shape} vectors")
+        else:
+            g = on_gpu(case)
+            if layout == "misaligned":
+                args = list(g.args)
+                args[1], args[2] = _misaligned(args[1]), _misaligned(args[2])
+                g = Case(g.name, tuple(args), g.kwargs, g.T)
+            for _ in range(2):
+                _compare(g, ref, f"retrace_av {shape} {layout} vectors")
+        assert vec and all(v == 4 for v in vec), vec
+    finally:
+        launch.clear_caches()
+
+
+def _plans_meta(monkeypatch, launch) -> list:
+    """AV_VEC of every launch the Triton backend makes (recorded at launch_specs)."""
+    seen = []
+    specs = launch.launch_specs
+
+    def spy(kernel, lanes, T, pl, args, meta, *rest):
+        seen.append(meta.get("AV_VEC"))
+        return specs(kernel, lanes, T, pl, args, meta, *rest)
+
+    monkeypatch.setattr(launch, "launch_specs", spy)
+    return seen
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_replay_fast_launch(name):
     """Repeated calls replay the recorded launch through the compiled kernel's launcher

@@ -252,15 +252,36 @@ def vtrace_kernel(
 
 
 @triton.jit
-def _action_form(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                 act_ptr, s_act_n, s_act_t, blp_ptr, s_blp_n, s_blp_t,
-                 rows, ts, mask, A, DT: tl.constexpr):
-    """Retrace's inputs from per-action tensors at steps ``ts``:
-    (Q(s_t, a_t), v_t = sum_a pi(a|s_t) Q(s_t, a), log pi(a_t|s_t) - log mu(a_t|s_t)).
+def _load4(ptr, mask):
+    """The 4 float32 at each address of ``ptr`` (16-byte aligned), as 4 tiles shaped like
+    ``ptr``: one 16-byte vector load per element (0 where ``mask`` is false). Triton has no
+    vector load of a trailing dim short of a [.., 4] tile, whose reshape costs layout
+    conversions, so this is inline PTX (not run by the CPU interpreter)."""
+    return tl.inline_asm_elementwise(
+        asm="""{
+        .reg .pred p;
+        setp.ne.s32 p, $5, 0;
+        mov.f32 $0, 0f00000000;
+        mov.f32 $1, 0f00000000;
+        mov.f32 $2, 0f00000000;
+        mov.f32 $3, 0f00000000;
+        @p ld.global.v4.f32 {$0, $1, $2, $3}, [$4];
+        }""",
+        constraints="=f,=f,=f,=f,l,r",
+        args=[ptr, mask.to(tl.int32)],
+        dtype=(tl.float32, tl.float32, tl.float32, tl.float32),
+        is_pure=True,
+        pack=1,
+    )
 
-    The expectation runs over the actions as a loop of [BN, BT] tiles, so registers do not
-    grow with the number of actions (a [BN, BT, A] tile made this kernel 5-25x slower)."""
-    a_t = tl.load(act_ptr + rows * s_act_n + ts * s_act_t, mask=mask, other=0).to(tl.int64)
+
+@triton.jit
+def _actions_loop(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a, blp_ptr, s_blp_n, s_blp_t,
+                  a_t, rows, ts, mask, A, DT: tl.constexpr):
+    """(Q(s_t, a_t), v_t, log rho_t) of :func:`_action_form` with a [BN, BT] tile per action
+    (any number of actions, any strides): registers do not grow with the actions (a
+    [BN, BT, A] tile made this kernel 5-25x slower), but each load is strided by the
+    actions' stride."""
     q = load_tile(av_ptr + a_t * s_av_a, rows, ts, s_av_n, s_av_t, mask, DT)
     pi_a = load_tile(pi_ptr + a_t * s_pi_a, rows, ts, s_pi_n, s_pi_t, mask, DT)
     log_rho = tl.log(tl.where(mask, pi_a, 1.0)) - load_tile(blp_ptr, rows, ts, s_blp_n, s_blp_t, mask, DT)
@@ -270,6 +291,48 @@ def _action_form(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
         av = load_tile(av_ptr + a64 * s_av_a, rows, ts, s_av_n, s_av_t, mask, DT)
         pi = load_tile(pi_ptr + a64 * s_pi_a, rows, ts, s_pi_n, s_pi_t, mask, DT)
         v += pi * av
+    return q, v, log_rho
+
+
+@triton.jit
+def _actions_vec4(av_ptr, s_av_n, s_av_t, pi_ptr, s_pi_n, s_pi_t, blp_ptr, s_blp_n, s_blp_t, a_t, rows, ts, mask,
+                  DT: tl.constexpr):
+    """:func:`_actions_loop` for 4 contiguous float32 actions per step at 16-byte aligned
+    addresses: one vector load of each step's action values and one of its probabilities,
+    the taken action's picked from registers."""
+    a0, a1, a2, a3 = _load4(av_ptr + rows * s_av_n + ts * s_av_t, mask)
+    p0, p1, p2, p3 = _load4(pi_ptr + rows * s_pi_n + ts * s_pi_t, mask)
+    v = p0 * a0 + p1 * a1 + p2 * a2 + p3 * a3
+    q = tl.where(a_t == 0, a0, tl.where(a_t == 1, a1, tl.where(a_t == 2, a2, a3)))
+    pi_a = tl.where(a_t == 0, p0, tl.where(a_t == 1, p1, tl.where(a_t == 2, p2, p3)))
+    log_rho = tl.log(tl.where(mask, pi_a, 1.0)).to(DT) - load_tile(blp_ptr, rows, ts, s_blp_n, s_blp_t, mask, DT)
+    return q.to(DT), v.to(DT), log_rho
+
+
+@triton.jit
+def _action_form(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+                 act_ptr, s_act_n, s_act_t, blp_ptr, s_blp_n, s_blp_t,
+                 rows, ts, mask, A, DT: tl.constexpr, AV_VEC: tl.constexpr = 0):
+    """Retrace's inputs from per-action tensors at steps ``ts``:
+    (Q(s_t, a_t), v_t = sum_a pi(a|s_t) Q(s_t, a), log pi(a_t|s_t) - log mu(a_t|s_t)).
+
+    ``AV_VEC = 4`` (4 float32 actions, contiguous, rows and steps 16-byte multiples apart:
+    checked by the launcher) reads each step's actions as one vector load
+    (:func:`_actions_vec4`) when both base addresses are 16-byte aligned, checked here at run
+    time (a replay may be handed a view at another offset); else a loop over the actions
+    (:func:`_actions_loop`)."""
+    a_t = tl.load(act_ptr + rows * s_act_n + ts * s_act_t, mask=mask, other=0).to(tl.int64)
+    if AV_VEC == 4:
+        base = av_ptr.to(tl.int64, bitcast=True) | pi_ptr.to(tl.int64, bitcast=True)
+        if base % 16 == 0:
+            q, v, log_rho = _actions_vec4(av_ptr, s_av_n, s_av_t, pi_ptr, s_pi_n, s_pi_t, blp_ptr, s_blp_n, s_blp_t,
+                                          a_t, rows, ts, mask, DT)
+        else:
+            q, v, log_rho = _actions_loop(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a, blp_ptr,
+                                          s_blp_n, s_blp_t, a_t, rows, ts, mask, A, DT)
+    else:
+        q, v, log_rho = _actions_loop(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a, blp_ptr,
+                                      s_blp_n, s_blp_t, a_t, rows, ts, mask, A, DT)
     return q, v, log_rho
 
 
@@ -289,6 +352,7 @@ def retrace_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
     PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
     GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr = False, STAGES: tl.constexpr = 1,
+    AV_VEC: tl.constexpr = 0,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -329,7 +393,7 @@ def retrace_kernel(
             if ACTION_FORM:
                 q, v, lr = _action_form(
                     av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT,
+                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT, AV_VEC,
                 )
             else:
                 q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)
@@ -362,11 +426,11 @@ def retrace_kernel(
             if ACTION_FORM:
                 q, v, _lr = _action_form(
                     av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT,
+                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts, mask, A, DT, AV_VEC,
                 )
                 _q, v_next, lr_next = _action_form(
                     av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
-                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts + 1, has_next, A, DT,
+                    act_ptr, s_act_n, s_act_t, lr_ptr, s_lr_n, s_lr_t, rows_t, ts + 1, has_next, A, DT, AV_VEC,
                 )
             else:
                 q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)

@@ -48,6 +48,12 @@ _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # 32768 x 8 21.8 -> 15.0, 4096 x 2048 291 -> 284, 512 x 4096 73.9 -> 71.7); the sampled form
 # gained 7-8% from 2048 steps on but lost 50% at 512 x 4096 (19.4 -> 29.2), so it stays direct.
 _RETRACE_LAGGED = frozenset({"actions"})
+# Retrace's action form with 4 float32 actions per step, contiguous: read each step's action
+# values and target probabilities as one 16-byte vector load each (retrace_kernel's
+# AV_VEC = 4, inline PTX) instead of a strided load per action. Off until it has run and
+# been timed on the GPU (the CPU interpreter cannot run inline PTX; tests/test_gpu.py
+# checks it against the reference, tests/test_kernels_static.py its loads).
+_RETRACE_AV_VEC = False
 # Time-major storage ([T, N]: rows are the contiguous axis). A tile is _TM_ROWS rows by
 # _TM_STEPS steps on _TM_WARPS warps: 4 contiguous rows per thread (one 16-byte access, see
 # scan.program_tile), 8 lanes along rows and 4 along time, 4 steps per thread, so the scan
@@ -662,18 +668,30 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
                 _owner(av3, raw["action_values"]), *av3.stride(), _owner(pi3, raw["target_probs"]), *pi3.stride(),
                 *rows(raw["actions"]), A,
             ]
+            av_vec = 4 if _RETRACE_AV_VEC and p.device.type == "cuda" and _vec4_actions(av3) and _vec4_actions(pi3) \
+                else 0
         else:
             q = rows(raw["q_values"])
             v = rows(raw["state_values"])
             lr = rows(raw["log_rhos"])
             av_args = [dummy, 0, 0, 0, dummy, 0, 0, 0, dummy, 0, 0, 1]
+            av_vec = 0
         args = [*r, *v, *common, *q, *lr, *split_scalar(assigner.c_bar), *av_args, *qt, *adv, R]
         form = "actions" if "action_values" in raw else "sampled"
         meta = {**meta, "ACTION_FORM": form == "actions",
-                "LAGGED": form in _RETRACE_LAGGED and meta["NV_MODE"] != _NV_NEXT}
+                "LAGGED": form in _RETRACE_LAGGED and meta["NV_MODE"] != _NV_NEXT, "AV_VEC": av_vec}
         _launch(retrace_kernel, R, T, pl, args, meta, p.dtype, p.device)
         return qt[0], adv[0]
     raise ValueError(f"kind: expected one of gae, td_lambda, vtrace, retrace, got {kind!r}")
+
+
+def _vec4_actions(x: Tensor) -> bool:
+    """Whether ``[rows, T, A]`` per-action values can be read a step at a time as one 16-byte
+    vector (retrace_kernel's ``AV_VEC = 4``): 4 float32 actions, contiguous, every row and
+    step a multiple of 16 bytes apart (the base address is checked in the kernel, per call)."""
+    if x.dtype != torch.float32 or x.shape[-1] != 4 or x.stride(-1) != 1:
+        return False
+    return all(st % 4 == 0 for size, st in zip(x.shape[:-1], x.stride()[:-1]) if size > 1)
 
 
 def _owner(view: Tensor, owner: Tensor | None) -> Tensor:
