@@ -2,12 +2,14 @@
 
     python benchmarks/sweep.py [estimator] [RxT,RxT,...] > sweep.txt     # on a GPU machine
     SWEEP_TIME_MAJOR=1 python benchmarks/sweep.py gae                  # CleanRL's [T, N] storage
+    SWEEP_STAGES=1 python benchmarks/sweep.py gae                      # plain chunk loops only
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan_for`` and a set of
 forced plans (CUDA-graph device time), and prints the best one; with SWEEP_TIME_MAJOR the
 inputs are [T, N] and the candidates are the time-major tiles (``launch.plan_time_major``)
-and the generic plan. Used to set the plan
-heuristics; results are recorded in benchmarks/results/.
+and the generic plan. Plans whose programs walk several chunks are tried with the chunk loop
+plain and pipelined (``Plan.stages``; the depths in SWEEP_STAGES, default 1,3). Used to set
+the plan heuristics; results are recorded in benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def candidates(R: int, T: int):
         # rows, warps along time); 32 rows give 4x the programs, with lanes shared between
         # rows and time. Segments: powers of two that give 1-16 programs per SM
         # (SWEEP_STAGES, default "1,3": the chunk loop plain or pipelined, launch._TM_STAGES,
-        # for programs of at least 2 chunks)
+        # for programs of at least 2 chunks; batch-major plans below likewise)
         shapes = [(128, 16, 4), (128, 8, 2), (32, 16, 1), (32, 32, 2), (32, 32, 4), (32, 64, 4), (32, 64, 8),
                   (32, 128, 8), (16, 16, 1), (16, 32, 1), (64, 16, 2)]
         for bn, bt, w in shapes:
@@ -84,7 +86,9 @@ def candidates(R: int, T: int):
                         segs.append(s)
                 for s in segs:
                     per = -(-n_chunks // s)
-                    out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt))
+                    for st in STAGES:  # (pipelined chunk loops, as the time-major tiles')
+                        if st == 1 or per >= 2:
+                            out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, False, st))
                 if n_chunks > 1 and bn == 1:  # single-pass look-back: one chunk per segment
                     out.append(launch.Plan(1, bt, w, n_chunks, bt, True))
     return out
