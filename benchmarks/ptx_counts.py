@@ -126,6 +126,11 @@ def static_checks() -> dict[str, dict]:
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)
+    # PHASE 1 on chunks in time order (Triton < 3.7): the segment's map by a forward scan
+    # (launch._SEGMENT_MAP_FORWARD)
+    consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 1, "S_BLOCK": 256, "ONE_CHUNK": True,
+              "GROUP_TILES": False, "SEG_MAP_FWD": True}
+    out["gae_phase1_time_order"] = build(B.gae_kernel, consts, 8)
     # V-trace's PHASE 2 as the long rows of the benchmark run it (terminated flags, a last
     # value; 128 segments on 8 warps): its registers decide how many programs share an SM
     consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 2, "S_BLOCK": 256,

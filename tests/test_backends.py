@@ -352,3 +352,27 @@ def test_retrace_action_vectors_need_a_gpu_and_4_aligned_actions(monkeypatch, po
     poisoned.clear_caches()
     check(make_case("retrace_av", (3, 9), bootstrap="last_value", flags="both", seed=7), "triton")
     assert vec == [0], vec
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
+def test_segment_map_by_forward_scan(name, bootstrap, monkeypatch, poisoned):
+    """launch._SEGMENT_MAP_FORWARD: PHASE 1 of the time split composes each segment's map on
+    chunks in time order with a forward scan (scan.chunk_map's FORWARD_TOTAL) instead of
+    ``reverse=True``; the outputs against the float64 reference, every bootstrap form,
+    truncations and terminations, several chunks per segment."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    if name == "retrace_av" and bootstrap == "next_values":
+        pytest.skip("the action form takes no next_values")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, "_SEGMENT_MAP_FORWARD", True)
+    seen = _plans_used(monkeypatch, poisoned, lambda pl, meta: (pl.segments, pl.seg_len // pl.block_t,
+                                                                  meta["SEG_MAP_FWD"]))
+    poisoned.clear_caches()
+    try:
+        check(make_case(name, (5, 63), bootstrap=bootstrap, flags="both", seed=71), "triton")
+        assert seen and all(s > 1 and c > 1 and fwd for s, c, fwd in seen), seen
+    finally:
+        poisoned.clear_caches()

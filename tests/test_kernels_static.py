@@ -150,3 +150,13 @@ def test_retrace_action_vectors(counts):
     vec, loop = counts["retrace_av_lagged_vec4"], counts["retrace_av_lagged"]
     assert vec["v4"] >= loop["v4"] + 8, (vec, loop)
     assert vec["cvt"] <= loop["cvt"], (vec, loop)
+
+
+def test_segment_map_without_reverse_scan(counts):
+    """PHASE 1 needs only each segment's composed map: on chunks in time order (what Triton
+    < 3.7 gets) ``SEG_MAP_FWD`` (launch._SEGMENT_MAP_FORWARD) makes it a forward scan of the
+    composition taken the other way round (scan.chunk_map, scan.affine_after), not
+    ``reverse=True`` (flip, scan, flip: 188 shuffles per thread at [1, 2048] on 8 warps with
+    Triton 3.6, against 28)."""
+    st = counts["gae_phase1_time_order"]
+    assert st["reverse_scans"] == 0 and st["shfl"] <= 40, st

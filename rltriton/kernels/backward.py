@@ -92,6 +92,7 @@ def gae_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
+    SEG_MAP_FWD: tl.constexpr = False,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
@@ -120,7 +121,7 @@ def gae_kernel(
         alpha = tl.where(mask, r + gk * nv - v, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
+            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             adv, carry = scan_step(
@@ -145,6 +146,7 @@ def td_lambda_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
+    SEG_MAP_FWD: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
@@ -176,7 +178,7 @@ def td_lambda_kernel(
         alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
+            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             out, carry = scan_step(
@@ -200,6 +202,7 @@ def vtrace_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
+    SEG_MAP_FWD: tl.constexpr = False,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
@@ -234,7 +237,7 @@ def vtrace_kernel(
         alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm * tl.minimum(ratio, c_bar)), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
+            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             d, d_next, carry = scan_step_lagged(
@@ -352,7 +355,7 @@ def retrace_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
     PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
     GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr = False, STAGES: tl.constexpr = 1,
-    AV_VEC: tl.constexpr = 0,
+    AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -411,7 +414,7 @@ def retrace_kernel(
             alpha = tl.where(mask, v + c * (r - q + edge), 0.0)
             beta = tl.where(mask & inside, c * g, tl.where(mask, 0.0, 1.0))
             if PHASE == 1:
-                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
+                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
                 seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
             else:
                 _h, h_next, carry = scan_step_lagged(
@@ -449,7 +452,7 @@ def retrace_kernel(
             alpha = tl.where(mask, r + gk * nv - q, 0.0)
             beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
             if PHASE == 1:
-                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV)
+                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
                 seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
             else:
                 d, carry = scan_step(

@@ -137,6 +137,12 @@ def _triton_version() -> tuple[int, int]:
 # Triton 3.6, that was 1.4-6x slower than a tile in time order scanned with
 # reverse=True (92 shuffles, no conversion), which those versions therefore get.
 _GROUP_TILES = _triton_version() >= (3, 7)
+# PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
+# forward scan of the composition taken the other way round gives it without reverse=True's
+# flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
+# Triton 3.6, same registers). Off until it has run and been timed on the GPU: written when
+# the session's device time was spent (it passes the interpreter tests).
+_SEGMENT_MAP_FORWARD = False
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -614,7 +620,7 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     ]
     meta = dict(
         HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
-        G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES,
+        G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES, SEG_MAP_FWD=_SEGMENT_MAP_FORWARD,
     )
     return args, meta
 
