@@ -107,6 +107,24 @@ def test_long_rows(shape, name, dtype):
     _compare(case, ref, f"{name} {shape} {dtype}")
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("shape", [(16, 262144), (1, 1048576), (37, 100000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_segment_map_forward_long_rows(shape, name, monkeypatch):
+    """launch._SEGMENT_MAP_FORWARD forced on with chunks in time order (what Triton < 3.7
+    gets): the split's first pass composes each segment's map by a forward scan."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_SEGMENT_MAP_FORWARD", True)
+    monkeypatch.setattr(launch, "_GROUP_TILES", False)
+    launch.clear_caches()
+    try:
+        assert launch.plan_for(shape[0], shape[1], torch.device("cuda")).segments > 1
+        case = on_gpu(make_case(name, shape, seed=9))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} forward segment maps")
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))
