@@ -376,3 +376,37 @@ def test_segment_map_by_forward_scan(name, bootstrap, monkeypatch, poisoned):
         assert seen and all(s > 1 and c > 1 and fwd for s, c, fwd in seen), seen
     finally:
         poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
+@pytest.mark.parametrize("split", [False, True])
+def test_descending_chunks(name, bootstrap, split, monkeypatch, poisoned):
+    """launch._DESCENDING_CHUNKS: batch-major chunks held in descending time order and
+    scanned forward (the time-major tiles' form) where Triton < 3.7 would scan chunks in time
+    order in reverse; one pass over several chunks and the two-pass split, against the
+    float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    if name == "retrace_av" and bootstrap == "next_values":
+        pytest.skip("the action form takes no next_values")
+    use_small_tiles(monkeypatch, poisoned, split=split)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, "_DESCENDING_CHUNKS", True)
+    seen = _plans_used(monkeypatch, poisoned, lambda pl, meta: (pl.time_major, pl.segments))
+    kw = {}
+    spy = poisoned.launch_specs
+
+    def record(*a, **k):
+        specs, scratch = spy(*a, **k)
+        kw.update(specs[0][3])
+        return specs, scratch
+
+    monkeypatch.setattr(poisoned, "launch_specs", record)
+    poisoned.clear_caches()
+    try:
+        check(make_case(name, (5, 45), bootstrap=bootstrap, flags="both", seed=73), "triton")
+        assert seen and all(not tm and (s > 1) == split for tm, s in seen), seen
+        assert kw["TIME_MAJOR"] is True and kw["GROUP_TILES"] is False, kw
+    finally:
+        poisoned.clear_caches()

@@ -125,6 +125,24 @@ def test_segment_map_forward_long_rows(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("shape", [(37, 1000), (4096, 100), (512, 4096), (32768, 64), (16, 262144)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_descending_chunks(shape, name, monkeypatch):
+    """launch._DESCENDING_CHUNKS forced on with Triton < 3.7's chunks (no group tiles):
+    batch-major chunks in descending time order, scanned forward, one pass and split."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_DESCENDING_CHUNKS", True)
+    monkeypatch.setattr(launch, "_GROUP_TILES", False)
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=10))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} descending chunks")
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))

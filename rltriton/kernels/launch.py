@@ -143,6 +143,13 @@ _GROUP_TILES = _triton_version() >= (3, 7)
 # Triton 3.6, same registers). Off until it has run and been timed on the GPU: written when
 # the session's device time was spent (it passes the interpreter tests).
 _SEGMENT_MAP_FORWARD = False
+# Backward kernels on Triton < 3.7 could hold batch-major chunks with their steps in
+# descending time order and scan forward (the form of the time-major tiles, TIME_MAJOR, which
+# holds for any strides), instead of in time order scanned with reverse=True: half the
+# shuffles (GAE [4, 64] on 2 warps 90 -> 32, V-trace 184 -> 64 per thread, Triton 3.6) but
+# scalar loads instead of 16-byte vectors (17 load instructions per thread against 8). Off
+# until it has run and been timed on the GPU (it passes the interpreter tests).
+_DESCENDING_CHUNKS = False
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -485,8 +492,12 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     the two passes of the time split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
+    # (backward kernels without group tiles may hold their chunks in descending time order
+    # instead: the time-major tiles' form, see _DESCENDING_CHUNKS)
+    descending = _DESCENDING_CHUNKS and meta.get("GROUP_TILES") is False and not pl.lookback
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
-                  ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, STAGES=pl.stages, **meta)
+                  ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major or descending, STAGES=pl.stages,
+                  **meta)
     if pl.segments == 1:
         full = [*args, T, pl.seg_len, args[0], args[0], args[0], args[0]]
         return [(kernel, (rows_grid, 1), full, dict(PHASE=0, S_BLOCK=1, **common))], []
