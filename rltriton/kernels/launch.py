@@ -63,7 +63,7 @@ _RETRACE_AV_VEC = False
 # fewer than _TM_SPLIT_BELOW per SM are therefore split in time (two passes, summaries
 # read along rows) into segments of at most _TM_CHUNKS_PER_SEGMENT chunks and towards
 # _TM_PROGRAMS_PER_SM programs per SM, at most _TM_MAX_SEGMENTS; rows of up to
-# _TM_ONE_CHUNK_T steps are instead one chunk of the whole row (one warp per 16 steps).
+# _TM_ONE_CHUNK_T steps are instead one chunk of the whole row (see _TM_ONE_CHUNK_ROWS).
 # Measured on the H200 (Triton 3.6; benchmarks/sweep.py with SWEEP_TIME_MAJOR=1, GAE and
 # V-trace, 2026-11-30-h200-s5 results): against the earlier 128-row tiles on 4 warps with
 # at most 16 segments, 512 x 4096 GAE 68 -> 23 us, 4096 x 2048 211 -> 101, 4096 x 128
@@ -239,7 +239,8 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False)
     Tiles of ``_TM_ROWS`` rows by ``_TM_STEPS`` steps on ``_TM_WARPS`` warps
     (``_TM_NARROW_ROWS`` rows where that avoids a split, see there). With fewer
     than ``_TM_SPLIT_BELOW`` row blocks per SM, rows of at most ``_TM_ONE_CHUNK_T`` steps
-    are one chunk (a warp per ``_TM_STEPS`` steps), and longer rows are cut into segments
+    are one chunk of ``_TM_ONE_CHUNK_ROWS`` rows (a warp per ``_TM_ONE_CHUNK_WARP_STEPS``
+    steps), and longer rows are cut into segments
     of whole chunks (two passes, summaries stored segment-major so they too are read along
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
     and for at most ``_TM_CHUNKS_PER_SEGMENT`` chunks each, at most ``_TM_MAX_SEGMENTS``.
