@@ -59,7 +59,8 @@ _RETRACE_AV_VEC = False
 # scan.program_tile), 8 lanes along rows and 4 along time, 4 steps per thread, so the scan
 # over time runs in registers and 2 shuffle levels, with no shared memory. A program walks
 # its segment of time in such chunks, so the chunks of one row block are a chain of
-# dependent loads: what makes these tiles fast is many small programs in flight. Row blocks
+# dependent loads: what makes these tiles fast is many small programs in flight, and a
+# chunk loop that loads ahead (_TM_STAGES). Row blocks
 # fewer than _TM_SPLIT_BELOW per SM are therefore split in time (two passes, summaries
 # read along rows) into segments of at most _TM_CHUNKS_PER_SEGMENT chunks and towards
 # _TM_PROGRAMS_PER_SM programs per SM, at most _TM_MAX_SEGMENTS; rows of up to
