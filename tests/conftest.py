@@ -66,6 +66,22 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) ->
     launch.clear_caches()
 
 
+def plans_used(monkeypatch, launch, what=lambda pl, kw: pl) -> list:
+    """Record the plan (or ``what(plan, kwargs)``, with ``kwargs`` the constexprs and launch
+    options of the call's first kernel launch, as ``launch.launch_specs`` made them) of every
+    launch the Triton backend makes."""
+    used = []
+    specs = launch.launch_specs
+
+    def spy(kernel, lanes, T, pl, *rest):
+        out = specs(kernel, lanes, T, pl, *rest)
+        used.append(what(pl, out[0][0][3]))
+        return out
+
+    monkeypatch.setattr(launch, "launch_specs", spy)
+    return used
+
+
 @pytest.fixture
 def small_tiles(monkeypatch, poisoned):
     """Small tiles with the time split (see :func:`use_small_tiles`)."""

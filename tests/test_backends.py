@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import INTERPRET, use_small_tiles
+from tests.conftest import INTERPRET, plans_used, use_small_tiles
 from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case
 
 FEATURED = ("traces", "prefix_sum")
@@ -120,20 +120,6 @@ def test_unbatched_row(name, backend):
     check(make_case(name, (45,), seed=23), backend)
 
 
-def _plans_used(monkeypatch, launch, what=lambda pl, meta: pl) -> list:
-    """Record the plan (or ``what(plan, constexprs)``) of every launch the Triton backend
-    makes."""
-    used = []
-    specs = launch.launch_specs
-
-    def spy(kernel, lanes, T, pl, args, meta, *rest):
-        used.append(what(pl, meta))
-        return specs(kernel, lanes, T, pl, args, meta, *rest)
-
-    monkeypatch.setattr(launch, "launch_specs", spy)
-    return used
-
-
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("split", ["none", "chunks", "one_chunk"])
 def test_time_major_tiles(name, split, monkeypatch, poisoned):
@@ -148,7 +134,7 @@ def test_time_major_tiles(name, split, monkeypatch, poisoned):
         monkeypatch.setattr(poisoned, "_TM_MAX_SEGMENTS", 16)
         poisoned.clear_caches()
     try:
-        used = _plans_used(monkeypatch, poisoned)
+        used = plans_used(monkeypatch, poisoned)
         check(make_case(name, (7, 45), time_major=True, seed=41), "triton")
         assert used and all(pl.time_major and pl.block_n == 4 and pl.block_t == 4 for pl in used), used
         want = {"none": (1, 48), "chunks": (3, 16), "one_chunk": (12, 4)}[split]
@@ -168,7 +154,7 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
     these tiles: few programs here)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
-    used = _plans_used(monkeypatch, poisoned)
+    used = plans_used(monkeypatch, poisoned)
     monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
     monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)
     monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)  # keep one pass for 5 row programs
@@ -305,7 +291,7 @@ def test_retrace_forms(name, lagged_form, mode, bootstrap, monkeypatch, poisoned
                     lookback=mode == "lookback")
     monkeypatch.setattr(poisoned, "_GROUP_TILES", mode != "time-order")
     monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", frozenset({"actions", "sampled"} if lagged_form else ()))
-    lagged = _plans_used(monkeypatch, poisoned, lambda pl, meta: meta.get("LAGGED"))
+    lagged = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("LAGGED"))
     poisoned.clear_caches()
     try:
         case = make_case(name, (7, 45), bootstrap=bootstrap, flags="both", per_step=mode == "per-step",
@@ -323,7 +309,7 @@ def test_retrace_default_forms(name, monkeypatch, poisoned):
     direct one (launch._RETRACE_LAGGED, from the H200 timings)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
-    lagged = _plans_used(monkeypatch, poisoned, lambda pl, meta: meta.get("LAGGED"))
+    lagged = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("LAGGED"))
     poisoned.clear_caches()
     case = make_case(name, (3, 9), bootstrap="last_value", flags="both", seed=5)
     check(case, "triton")
@@ -348,10 +334,22 @@ def test_retrace_action_vectors_need_a_gpu_and_4_aligned_actions(monkeypatch, po
     if not INTERPRET:
         return
     monkeypatch.setattr(poisoned, "_RETRACE_AV_VEC", True)
-    vec = _plans_used(monkeypatch, poisoned, lambda pl, meta: meta.get("AV_VEC"))
+    vec = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("AV_VEC"))
     poisoned.clear_caches()
     check(make_case("retrace_av", (3, 9), bootstrap="last_value", flags="both", seed=7), "triton")
     assert vec == [0], vec
+
+
+def _time_order_form(name: str, bootstrap: str, split: bool, flag: str, monkeypatch, poisoned) -> None:
+    """Small tiles, chunks in time order (Triton < 3.7's form) and the launch setting
+    ``flag`` on; skips what the interpreter or the estimator cannot run."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    if name == "retrace_av" and bootstrap == "next_values":
+        pytest.skip("the action form takes no next_values")
+    use_small_tiles(monkeypatch, poisoned, split=split)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, flag, True)
 
 
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
@@ -361,15 +359,8 @@ def test_segment_map_by_forward_scan(name, bootstrap, monkeypatch, poisoned):
     chunks in time order with a forward scan (scan.chunk_map's FORWARD_TOTAL) instead of
     ``reverse=True``; the outputs against the float64 reference, every bootstrap form,
     truncations and terminations, several chunks per segment."""
-    if not INTERPRET:
-        pytest.skip("needs TRITON_INTERPRET=1")
-    if name == "retrace_av" and bootstrap == "next_values":
-        pytest.skip("the action form takes no next_values")
-    use_small_tiles(monkeypatch, poisoned, split=True)
-    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
-    monkeypatch.setattr(poisoned, "_SEGMENT_MAP_FORWARD", True)
-    seen = _plans_used(monkeypatch, poisoned, lambda pl, meta: (pl.segments, pl.seg_len // pl.block_t,
-                                                                  meta["SEG_MAP_FWD"]))
+    _time_order_form(name, bootstrap, True, "_SEGMENT_MAP_FORWARD", monkeypatch, poisoned)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, pl.seg_len // pl.block_t, kw["SEG_MAP_FWD"]))
     poisoned.clear_caches()
     try:
         check(make_case(name, (5, 63), bootstrap=bootstrap, flags="both", seed=71), "triton")
@@ -386,27 +377,14 @@ def test_descending_chunks(name, bootstrap, split, monkeypatch, poisoned):
     scanned forward (the time-major tiles' form) where Triton < 3.7 would scan chunks in time
     order in reverse; one pass over several chunks and the two-pass split, against the
     float64 reference."""
-    if not INTERPRET:
-        pytest.skip("needs TRITON_INTERPRET=1")
-    if name == "retrace_av" and bootstrap == "next_values":
-        pytest.skip("the action form takes no next_values")
-    use_small_tiles(monkeypatch, poisoned, split=split)
-    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
-    monkeypatch.setattr(poisoned, "_DESCENDING_CHUNKS", True)
-    seen = _plans_used(monkeypatch, poisoned, lambda pl, meta: (pl.time_major, pl.segments))
-    kw = {}
-    spy = poisoned.launch_specs
-
-    def record(*a, **k):
-        specs, scratch = spy(*a, **k)
-        kw.update(specs[0][3])
-        return specs, scratch
-
-    monkeypatch.setattr(poisoned, "launch_specs", record)
+    _time_order_form(name, bootstrap, split, "_DESCENDING_CHUNKS", monkeypatch, poisoned)
+    seen = plans_used(monkeypatch, poisoned,
+                      lambda pl, kw: (pl.time_major, pl.segments, kw["TIME_MAJOR"], kw["GROUP_TILES"]))
     poisoned.clear_caches()
     try:
         check(make_case(name, (5, 45), bootstrap=bootstrap, flags="both", seed=73), "triton")
-        assert seen and all(not tm and (s > 1) == split for tm, s in seen), seen
-        assert kw["TIME_MAJOR"] is True and kw["GROUP_TILES"] is False, kw
+        # the plan is not time-major; the kernels get TIME_MAJOR (descending chunks) all the same
+        assert seen and all(not tm and (s > 1) == split and desc is True and group is False
+                            for tm, s, desc, group in seen), seen
     finally:
         poisoned.clear_caches()

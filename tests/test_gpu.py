@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import rltriton as rt
+from tests.conftest import plans_used
 from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case, on_gpu, to_time_major
 
 pytestmark = pytest.mark.gpu
@@ -252,7 +253,7 @@ def test_retrace_action_vectors(shape, layout, bootstrap, monkeypatch):
 
     monkeypatch.setattr(launch, "_RETRACE_AV_VEC", True)
     launch.clear_caches()
-    vec = _plans_meta(monkeypatch, launch)
+    vec = plans_used(monkeypatch, launch, lambda pl, kw: kw["AV_VEC"])
     try:
         case = make_case("retrace_av", shape, bootstrap=bootstrap, flags="both", seed=shape[1])
         ref = case(backend="reference")
@@ -270,19 +271,6 @@ def test_retrace_action_vectors(shape, layout, bootstrap, monkeypatch):
         assert vec and all(v == 4 for v in vec), vec
     finally:
         launch.clear_caches()
-
-
-def _plans_meta(monkeypatch, launch) -> list:
-    """AV_VEC of every launch the Triton backend makes (recorded at launch_specs)."""
-    seen = []
-    specs = launch.launch_specs
-
-    def spy(kernel, lanes, T, pl, args, meta, *rest):
-        seen.append(meta.get("AV_VEC"))
-        return specs(kernel, lanes, T, pl, args, meta, *rest)
-
-    monkeypatch.setattr(launch, "launch_specs", spy)
-    return seen
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)

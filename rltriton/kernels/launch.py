@@ -273,17 +273,20 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False)
         if wide and row_blocks >= _TM_WIDE_MIN_BLOCKS:
             # about a row block per SM already: one pass of wider tiles (pipelined), where a
             # split would read everything twice
-            block_t = _TM_WIDE_STEPS
-            n_chunks = _cdiv(T, block_t)
-            stages = _TM_STAGES if n_chunks >= _TM_PIPELINE_CHUNKS else 1
-            return Plan(block_n, block_t, _TM_WIDE_WARPS, 1, n_chunks * block_t, False, True, stages)
+            n_chunks = _cdiv(T, _TM_WIDE_STEPS)
+            return Plan(block_n, _TM_WIDE_STEPS, _TM_WIDE_WARPS, 1, n_chunks * _TM_WIDE_STEPS, False, True,
+                        _tm_stages(n_chunks))
         wanted = max(1, _TM_PROGRAMS_PER_SM * sms // row_blocks)
         segments = max(1 << (wanted.bit_length() - 1), _cdiv(n_chunks, _TM_CHUNKS_PER_SEGMENT))
         segments = min(segments, _TM_MAX_SEGMENTS, n_chunks)
     per_seg = _cdiv(n_chunks, segments)
     segments = _cdiv(n_chunks, per_seg)
-    stages = _TM_STAGES if per_seg >= _TM_PIPELINE_CHUNKS else 1
-    return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True, stages)
+    return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True, _tm_stages(per_seg))
+
+
+def _tm_stages(chunks: int) -> int:
+    """Pipelining depth of a time-major program's loop over ``chunks`` chunks."""
+    return _TM_STAGES if chunks >= _TM_PIPELINE_CHUNKS else 1
 
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False) -> Plan:
