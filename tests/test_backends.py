@@ -352,39 +352,49 @@ def _time_order_form(name: str, bootstrap: str, split: bool, flag: str, monkeypa
     monkeypatch.setattr(poisoned, flag, True)
 
 
+@pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
 @pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
-def test_segment_map_by_forward_scan(name, bootstrap, monkeypatch, poisoned):
-    """launch._SEGMENT_MAP_FORWARD: PHASE 1 of the time split composes each segment's map on
-    chunks in time order with a forward scan (scan.chunk_map's FORWARD_TOTAL) instead of
-    ``reverse=True``; the outputs against the float64 reference, every bootstrap form,
-    truncations and terminations, several chunks per segment."""
+def test_segment_map_forms(name, bootstrap, forward, monkeypatch, poisoned):
+    """PHASE 1 of the time split on chunks in time order composes each segment's map with a
+    forward scan (launch._SEGMENT_MAP_FORWARD, the default: scan.chunk_map's FORWARD_TOTAL)
+    or with ``reverse=True`` (the setting off); the outputs against the float64 reference,
+    every bootstrap form, truncations and terminations, several chunks per segment."""
     _time_order_form(name, bootstrap, True, "_SEGMENT_MAP_FORWARD", monkeypatch, poisoned)
+    monkeypatch.setattr(poisoned, "_SEGMENT_MAP_FORWARD", forward)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, pl.seg_len // pl.block_t, kw["SEG_MAP_FWD"]))
     poisoned.clear_caches()
     try:
         check(make_case(name, (5, 63), bootstrap=bootstrap, flags="both", seed=71), "triton")
-        assert seen and all(s > 1 and c > 1 and fwd for s, c, fwd in seen), seen
+        assert seen and all(s > 1 and c > 1 and fwd is forward for s, c, fwd in seen), seen
     finally:
         poisoned.clear_caches()
 
 
-@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
-@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
-@pytest.mark.parametrize("split", [False, True])
-def test_descending_chunks(name, bootstrap, split, monkeypatch, poisoned):
-    """launch._DESCENDING_CHUNKS: batch-major chunks held in descending time order and
-    scanned forward (the time-major tiles' form) where Triton < 3.7 would scan chunks in time
-    order in reverse; one pass over several chunks and the two-pass split, against the
-    float64 reference."""
-    _time_order_form(name, bootstrap, split, "_DESCENDING_CHUNKS", monkeypatch, poisoned)
-    seen = plans_used(monkeypatch, poisoned,
-                      lambda pl, kw: (pl.time_major, pl.segments, kw["TIME_MAJOR"], kw["GROUP_TILES"]))
-    poisoned.clear_caches()
-    try:
-        check(make_case(name, (5, 45), bootstrap=bootstrap, flags="both", seed=73), "triton")
-        # the plan is not time-major; the kernels get TIME_MAJOR (descending chunks) all the same
-        assert seen and all(not tm and (s > 1) == split and desc is True and group is False
-                            for tm, s, desc, group in seen), seen
-    finally:
-        poisoned.clear_caches()
+def test_replay_of_vector_actions_checks_alignment():
+    """A replay recorded with Retrace's action vectors (``AV_VEC = 4``) and handed action
+    tensors whose base address is not 16-byte aligned launches the loop over actions
+    (``AV_VEC = 0``) instead, and keeps no fast launch of it; aligned tensors keep
+    ``AV_VEC = 4``. Host logic only (a stand-in kernel): the vector loads themselves run in
+    tests/test_gpu.py."""
+    from rltriton.kernels import launch
+
+    launched = []
+
+    class Kernel:
+        arg_names = ["x_ptr", "av_ptr", "pi_ptr", "T"]
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launched.append(dict(kwargs))
+
+    buf = torch.zeros(65)
+    aligned, shifted = buf[:64].view(16, 4), buf[1:].view(16, 4)
+    assert aligned.data_ptr() % 16 == 0 and shifted.data_ptr() % 16 != 0
+    step = launch._Step(Kernel(), (1, 1), [None, None, None, 7], ((0, 0, 0), (1, 0, 1), (2, 0, 2)),
+                        {"AV_VEC": 4, "BLOCK_T": 16})
+    step(((aligned, aligned, aligned), (), ()))
+    step(((aligned, shifted, aligned), (), ()))
+    step(((aligned, aligned, shifted), (), ()))
+    assert [k["AV_VEC"] for k in launched] == [4, 0, 0], launched
+    assert all(k["BLOCK_T"] == 16 for k in launched)
+    assert step.fast is None  # the stand-in has no compiled kernel to arm

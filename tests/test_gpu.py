@@ -126,24 +126,6 @@ def test_segment_map_forward_long_rows(shape, name, monkeypatch):
         launch.clear_caches()
 
 
-@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
-@pytest.mark.parametrize("shape", [(37, 1000), (4096, 100), (512, 4096), (32768, 64), (16, 262144)],
-                         ids=lambda s: f"{s[0]}x{s[1]}")
-def test_descending_chunks(shape, name, monkeypatch):
-    """launch._DESCENDING_CHUNKS forced on with Triton < 3.7's chunks (no group tiles):
-    batch-major chunks in descending time order, scanned forward, one pass and split."""
-    from rltriton.kernels import launch
-
-    monkeypatch.setattr(launch, "_DESCENDING_CHUNKS", True)
-    monkeypatch.setattr(launch, "_GROUP_TILES", False)
-    launch.clear_caches()
-    try:
-        case = on_gpu(make_case(name, shape, seed=10))
-        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} descending chunks")
-    finally:
-        launch.clear_caches()
-
-
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))
@@ -242,13 +224,14 @@ def _misaligned(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("bootstrap", ["last_value", "bootstrap_values"])
-@pytest.mark.parametrize("layout", ["batch-major", "time-major", "misaligned"])
+@pytest.mark.parametrize("layout", ["batch-major", "time-major", "misaligned", "replay-misaligned"])
 @pytest.mark.parametrize("shape", [(37, 1000), (4096, 100), (16384, 512)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_retrace_action_vectors(shape, layout, bootstrap, monkeypatch):
     """Retrace's action form reading each step's 4 actions as one vector (launch._RETRACE_AV_VEC,
-    inline PTX the interpreter cannot run), forced on: batch- and time-major, and action
-    tensors at a base address that is not 16-byte aligned (the kernel's run-time check falls
-    back to the loop over actions), repeated so that a replay runs too."""
+    inline PTX the interpreter cannot run), batch- and time-major, each call repeated so that
+    a replay runs too. Action tensors at a base address that is not 16-byte aligned take the
+    loop over actions: chosen by the launcher ("misaligned"), or by the replay of a call
+    recorded with aligned tensors ("replay-misaligned": the vector loads would fault)."""
     from rltriton.kernels import launch
 
     monkeypatch.setattr(launch, "_RETRACE_AV_VEC", True)
@@ -260,15 +243,18 @@ def test_retrace_action_vectors(shape, layout, bootstrap, monkeypatch):
         if layout == "time-major":
             for _ in range(2):
                 _compare_time_major(case, ref, f"retrace_av {shape} vectors")
-        else:
-            g = on_gpu(case)
-            if layout == "misaligned":
-                args = list(g.args)
-                args[1], args[2] = _misaligned(args[1]), _misaligned(args[2])
-                g = Case(g.name, tuple(args), g.kwargs, g.T)
-            for _ in range(2):
-                _compare(g, ref, f"retrace_av {shape} {layout} vectors")
-        assert vec and all(v == 4 for v in vec), vec
+            assert vec == [4], vec
+            return
+        g = on_gpu(case)
+        args = list(g.args)
+        args[1], args[2] = _misaligned(args[1]), _misaligned(args[2])
+        shifted = Case(g.name, tuple(args), g.kwargs, g.T)
+        runs = {"batch-major": [g, g], "misaligned": [shifted, shifted],
+                "replay-misaligned": [g, g, shifted, shifted, g]}[layout]
+        for k, c in enumerate(runs):
+            _compare(c, ref, f"retrace_av {shape} {layout} vectors, call {k}")
+        # one launch recorded per layout; the replays launch without a new record
+        assert vec == [0 if layout == "misaligned" else 4], vec
     finally:
         launch.clear_caches()
 

@@ -145,8 +145,8 @@ def test_time_major_chunk_loop_is_pipelined(counts, name):
 def test_retrace_action_vectors(counts):
     """AV_VEC = 4 (launch._RETRACE_AV_VEC) reads each step's 4 action values and 4 target
     probabilities as one 16-byte vector load each: 8 more vector loads per thread for a
-    [1, 512] tile on 4 warps (4 steps per thread) than the loop over actions, which it still
-    carries for a misaligned base address."""
+    [1, 512] tile on 4 warps (4 steps per thread) than the loop over actions (which it does
+    not carry: the launcher picks the loop for a misaligned base address)."""
     vec, loop = counts["retrace_av_lagged_vec4"], counts["retrace_av_lagged"]
     assert vec["v4"] >= loop["v4"] + 8, (vec, loop)
     assert vec["cvt"] <= loop["cvt"], (vec, loop)

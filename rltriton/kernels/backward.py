@@ -319,20 +319,15 @@ def _action_form(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
     """Retrace's inputs from per-action tensors at steps ``ts``:
     (Q(s_t, a_t), v_t = sum_a pi(a|s_t) Q(s_t, a), log pi(a_t|s_t) - log mu(a_t|s_t)).
 
-    ``AV_VEC = 4`` (4 float32 actions, contiguous, rows and steps 16-byte multiples apart:
-    checked by the launcher) reads each step's actions as one vector load
-    (:func:`_actions_vec4`) when both base addresses are 16-byte aligned, checked here at run
-    time (a replay may be handed a view at another offset); else a loop over the actions
-    (:func:`_actions_loop`)."""
+    ``AV_VEC = 4`` (4 float32 actions, contiguous, rows and steps 16-byte multiples apart,
+    both base addresses 16-byte aligned: checked by the launcher, and by a replay for each
+    call) reads each step's actions as one vector load (:func:`_actions_vec4`); else a loop
+    over the actions (:func:`_actions_loop`). There is no run-time fallback in the vector form:
+    compiled beside it, the loop made the kernel up to 2x slower (H200, launch._RETRACE_AV_VEC)."""
     a_t = tl.load(act_ptr + rows * s_act_n + ts * s_act_t, mask=mask, other=0).to(tl.int64)
     if AV_VEC == 4:
-        base = av_ptr.to(tl.int64, bitcast=True) | pi_ptr.to(tl.int64, bitcast=True)
-        if base % 16 == 0:
-            q, v, log_rho = _actions_vec4(av_ptr, s_av_n, s_av_t, pi_ptr, s_pi_n, s_pi_t, blp_ptr, s_blp_n, s_blp_t,
-                                          a_t, rows, ts, mask, DT)
-        else:
-            q, v, log_rho = _actions_loop(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a, blp_ptr,
-                                          s_blp_n, s_blp_t, a_t, rows, ts, mask, A, DT)
+        q, v, log_rho = _actions_vec4(av_ptr, s_av_n, s_av_t, pi_ptr, s_pi_n, s_pi_t, blp_ptr, s_blp_n, s_blp_t,
+                                      a_t, rows, ts, mask, DT)
     else:
         q, v, log_rho = _actions_loop(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a, blp_ptr,
                                       s_blp_n, s_blp_t, a_t, rows, ts, mask, A, DT)

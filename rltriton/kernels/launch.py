@@ -48,12 +48,18 @@ _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # 32768 x 8 21.8 -> 15.0, 4096 x 2048 291 -> 284, 512 x 4096 73.9 -> 71.7); the sampled form
 # gained 7-8% from 2048 steps on but lost 50% at 512 x 4096 (19.4 -> 29.2), so it stays direct.
 _RETRACE_LAGGED = frozenset({"actions"})
-# Retrace's action form with 4 float32 actions per step, contiguous: read each step's action
-# values and target probabilities as one 16-byte vector load each (retrace_kernel's
-# AV_VEC = 4, inline PTX) instead of a strided load per action. Off until it has run and
-# been timed on the GPU (the CPU interpreter cannot run inline PTX; tests/test_gpu.py
-# checks it against the reference, tests/test_kernels_static.py its loads).
-_RETRACE_AV_VEC = False
+# Retrace's action form with 4 float32 actions per step, contiguous, 16-byte aligned: read
+# each step's action values and target probabilities as one 16-byte vector load each
+# (retrace_kernel's AV_VEC = 4, inline PTX) instead of a strided load per action. The layout
+# and the base addresses are checked here, on the host (a replay checks each call's
+# addresses again, see _Step); the kernel carries no fallback, because with the loop over
+# actions compiled beside the vector loads behind a run-time alignment test the vector form
+# gained far less. H200, Triton 3.6 (benchmarks/ab.py, 2026-11-30-h200-s7 notes), loop ->
+# vectors without the fallback, batch-major: 4096 x 2048 283 -> 126 us, 16384 x 512
+# 166 -> 125, 512 x 4096 70.5 -> 45.5, 32768 x 64 71 -> 37, 32768 x 8 15.1 -> 4.7,
+# 16 x 262144 319 -> 208; time-major 4096 x 2048 490 -> 234, 16384 x 512 245 -> 131. (With
+# the fallback compiled in: 16384 x 512 166 -> 187, 4096 x 2048 283 -> 254.)
+_RETRACE_AV_VEC = True
 # Time-major storage ([T, N]: rows are the contiguous axis). A tile is _TM_ROWS rows by
 # _TM_STEPS steps on _TM_WARPS warps: 4 contiguous rows per thread (one 16-byte access, see
 # scan.program_tile), 8 lanes along rows and 4 along time, 4 steps per thread, so the scan
@@ -141,16 +147,11 @@ _GROUP_TILES = _triton_version() >= (3, 7)
 # PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
 # forward scan of the composition taken the other way round gives it without reverse=True's
 # flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
-# Triton 3.6, same registers). Off until it has run and been timed on the GPU: written when
-# the session's device time was spent (it passes the interpreter tests).
-_SEGMENT_MAP_FORWARD = False
-# Backward kernels on Triton < 3.7 could hold batch-major chunks with their steps in
-# descending time order and scan forward (the form of the time-major tiles, TIME_MAJOR, which
-# holds for any strides), instead of in time order scanned with reverse=True: half the
-# shuffles (GAE [4, 64] on 2 warps 90 -> 32, V-trace 184 -> 64 per thread, Triton 3.6) but
-# scalar loads instead of 16-byte vectors (17 load instructions per thread against 8). Off
-# until it has run and been timed on the GPU (it passes the interpreter tests).
-_DESCENDING_CHUNKS = False
+# Triton 3.6, same registers). With group tiles (Triton >= 3.7) the scan is forward anyway.
+# H200, Triton 3.6 (benchmarks/ab.py, 2026-11-30-h200-s7 notes), reverse -> forward:
+# 16 x 262144 GAE 55.0 -> 50.7 us, V-trace 84.2 -> 81.5, TD(lambda) 48.3 -> 44.9;
+# 1 x 1048576 GAE 16.3 -> 14.9; 64 x 65536 GAE 55.0 -> 51.3.
+_SEGMENT_MAP_FORWARD = True
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -339,9 +340,21 @@ class _Step:
             args[k] = sources[src][j]
         fast = self.fast
         if fast is None or not fast(args):
-            compiled = self.kernel[self.grid](*args, **self.kwargs)
-            if fast is None:
-                self.fast = _FastLaunch.make(self.kernel, compiled, self.grid, args, self.kwargs, self.slots)
+            kwargs = self.kwargs
+            if kwargs.get("AV_VEC") and not _vector_args_aligned(self.kernel, args):
+                # recorded with the action tensors 16-byte aligned, called with a view that
+                # is not: the loop over actions (the vector loads would fault)
+                kwargs = {**kwargs, "AV_VEC": 0}
+            compiled = self.kernel[self.grid](*args, **kwargs)
+            if fast is None and kwargs is self.kwargs:
+                self.fast = _FastLaunch.make(self.kernel, compiled, self.grid, args, kwargs, self.slots)
+
+
+def _vector_args_aligned(kernel, args: list) -> bool:
+    """Whether the arguments that retrace_kernel's ``AV_VEC = 4`` reads as 16-byte vectors
+    (the action values and target probabilities) start at 16-byte aligned addresses."""
+    names = kernel.arg_names
+    return all(args[names.index(n)].data_ptr() % 16 == 0 for n in ("av_ptr", "pi_ptr"))
 
 
 class Replay:
@@ -497,11 +510,8 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     the two passes of the time split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
-    # (backward kernels without group tiles may hold their chunks in descending time order
-    # instead: the time-major tiles' form, see _DESCENDING_CHUNKS)
-    descending = _DESCENDING_CHUNKS and meta.get("GROUP_TILES") is False and not pl.lookback
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
-                  ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major or descending, STAGES=pl.stages,
+                  ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, STAGES=pl.stages,
                   **meta)
     if pl.segments == 1:
         full = [*args, T, pl.seg_len, args[0], args[0], args[0], args[0]]
@@ -691,7 +701,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
                 *rows(raw["actions"]), A,
             ]
             av_vec = 4 if _RETRACE_AV_VEC and p.device.type == "cuda" and _vec4_actions(av3) and _vec4_actions(pi3) \
-                else 0
+                and av3.data_ptr() % 16 == 0 and pi3.data_ptr() % 16 == 0 else 0
         else:
             q = rows(raw["q_values"])
             v = rows(raw["state_values"])
@@ -710,7 +720,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
 def _vec4_actions(x: Tensor) -> bool:
     """Whether ``[rows, T, A]`` per-action values can be read a step at a time as one 16-byte
     vector (retrace_kernel's ``AV_VEC = 4``): 4 float32 actions, contiguous, every row and
-    step a multiple of 16 bytes apart (the base address is checked in the kernel, per call)."""
+    step a multiple of 16 bytes apart. The base address must be 16-byte aligned as well: the
+    launcher checks it per call, and so does a replay (:class:`_Step`)."""
     if x.dtype != torch.float32 or x.shape[-1] != 4 or x.stride(-1) != 1:
         return False
     return all(st % 4 == 0 for size, st in zip(x.shape[:-1], x.stride()[:-1]) if size > 1)
