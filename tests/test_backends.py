@@ -228,6 +228,27 @@ def test_time_major_plans():
     assert got(127, 4096) is None and got(32768, 8) is None
 
 
+@pytest.mark.parametrize("name", ["vtrace", "gae", "retrace_av"])
+def test_loop_plans_narrow_for_vtrace(name, monkeypatch, poisoned):
+    """Rows walked in 1024-step chunks by one program take 4 warps for V-trace
+    (launch._LOOP_NARROW_KINDS) and 8 for the others; plans without that loop (one chunk, the
+    time split) are the same either way. The launcher asks for the narrow loop by estimator."""
+    launch = poisoned
+    narrow, plain = launch.plan(512, 4096, 132, True), launch.plan(512, 4096, 132)
+    assert (narrow.block_t, narrow.num_warps, narrow.seg_len) == (1024, 4, 4096), narrow
+    assert (plain.block_t, plain.num_warps, plain.seg_len) == (1024, 8, 4096), plain
+    for shape in ((16, 262144), (4096, 2048), (16384, 512), (4096, 128)):
+        assert launch.plan(*shape, 132, True) == launch.plan(*shape, 132), shape
+    if not INTERPRET:
+        return
+    asked = []
+    orig = launch.plan_for
+    monkeypatch.setattr(launch, "plan_for", lambda *a, **k: asked.append(k["narrow_loop"]) or orig(*a, **k))
+    poisoned.clear_caches()
+    check(make_case(name, (3, 9), bootstrap="last_value", flags="both", seed=5), "triton")
+    assert asked == [name == "vtrace"], asked
+
+
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])
 @pytest.mark.parametrize("group_tiles", [True, False])
 def test_default_tiles_long_rows(name, group_tiles, request, monkeypatch):

@@ -35,6 +35,14 @@ _SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
 _PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
 _SPLIT_MIN_ELEMS = 1 << 18  # below this a single pass wins over a second launch
 _MAX_SEGMENTS = 1024
+# A row walked in 1024-step chunks by one program (T > 2048, rows enough to fill the GPU)
+# runs on 4 warps instead of 8 for the estimators named here. H200, Triton 3.6
+# (benchmarks/ab.py, 2026-11-30-h200-s7 notes), 8 -> 4 warps: V-trace 512 x 4096 25.9 -> 18.3 us,
+# 384 x 4096 20.7 -> 14.3, 1024 x 4096 56.0 -> 41.1, 512 x 8192 55.3 -> 40.9; GAE 3-5% slower,
+# TD(lambda) 1-5% faster, Retrace (sampled) within 1-8% either way, and its action form 37%
+# slower, so those keep 8.
+_LOOP_NARROW_KINDS = frozenset({"vtrace"})
+_LOOP_NARROW_WARPS = 4
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Off until
 # it has been verified and timed on the GPU (it passes the interpreter tests).
 _LOOKBACK = False
@@ -189,7 +197,7 @@ def _next_pow2(x: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def plan(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan:
+def plan(R: int, T: int, sms: int = _DEFAULT_SMS, narrow_loop: bool = False) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -199,6 +207,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan:
     longer rows walk 1024-step chunks. Rows too few to fill the GPU (fewer than
     ``_PROGRAMS_PER_SM`` per SM) with many chunks are cut into one-chunk segments of 2048
     steps run in parallel (two launches: summaries, then carry-in and outputs).
+    ``narrow_loop`` (the estimators of ``_LOOP_NARROW_KINDS``): a program that walks its row
+    in chunks does so on at most ``_LOOP_NARROW_WARPS`` warps.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -229,6 +239,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS) -> Plan:
     # 16 warps only for a whole 2048-step row in one chunk (4096 x 2048: 47 us against 49 at 8)
     cap = 16 if segments == 1 and elems >= 2048 and seg_len <= block_t else 8
     num_warps = max(1, min(cap, elems // 128))
+    if narrow_loop and segments == 1 and seg_len > block_t:
+        num_warps = min(num_warps, _LOOP_NARROW_WARPS)
     return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1)
 
 
@@ -290,17 +302,18 @@ def _tm_stages(chunks: int) -> int:
     return _TM_STAGES if chunks >= _TM_PIPELINE_CHUNKS else 1
 
 
-def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False) -> Plan:
+def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
+             narrow_loop: bool = False) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
-    ``wide`` as there)."""
+    ``wide`` as there); ``narrow_loop`` as in :func:`plan`."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
         pl = plan_time_major(R, T, sms, wide)
         if pl is not None:
             return pl
-    return plan(R, T, sms)
+    return plan(R, T, sms, narrow_loop)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
@@ -663,7 +676,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
     wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
-    pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide)  # unit row stride: [T, N] storage
+    pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide,  # unit row stride: [T, N] storage
+                  narrow_loop=kind in _LOOP_NARROW_KINDS)
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)
