@@ -874,7 +874,8 @@ def main() -> int:
                     err = c.get("max_abs_err")
                     print(f"   {n:<16} dev {fmt(c.get('device_us')):>8} full {fmt(c.get('full_us')):>8} "
                           f"err {'—' if err is None else format(err, '.1e')}"
-                          f" {'ok' if c.get('ok') else 'WRONG'}{' ' + c['error'] if c.get('error') else ''}",
+                          f" {'unchecked' if 'ok' not in c else 'ok' if c['ok'] else 'WRONG'}"
+                          f"{' ' + c['error'] if c.get('error') else ''}",
                           flush=True)
             write()
     except KeyboardInterrupt as exc:
