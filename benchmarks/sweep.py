@@ -119,7 +119,9 @@ def main() -> None:
         launch.plan_for = orig
         launch.clear_caches()  # replays of an earlier plan must not stand in for this one
         default_plan = orig(shape[0], shape[1], torch.device("cuda"), time_major=TIME_MAJOR,
-                            wide=name in launch._TM_WIDE_KINDS, narrow_loop=name in launch._LOOP_NARROW_KINDS)
+                            wide=name in launch._TM_WIDE_KINDS,
+                            long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name,
+                                                            launch._LONG_ROWS_DEFAULT))
         default = device_time_us(lambda c=case: c(backend="triton"))
         ref = case(backend="triton")  # the default plan's outputs (its tests pass on the GPU)
         best, best_plan = default, default_plan

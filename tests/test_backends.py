@@ -229,24 +229,38 @@ def test_time_major_plans():
 
 
 @pytest.mark.parametrize("name", ["vtrace", "gae", "retrace_av"])
-def test_loop_plans_narrow_for_vtrace(name, monkeypatch, poisoned):
-    """Rows walked in 1024-step chunks by one program take 4 warps for V-trace
-    (launch._LOOP_NARROW_KINDS) and 8 for the others; plans without that loop (one chunk, the
-    time split) are the same either way. The launcher asks for the narrow loop by estimator."""
+def test_long_row_plans_by_estimator(name, monkeypatch, poisoned):
+    """Rows of more than 2048 steps take the estimator's settings (launch._LONG_ROWS): V-trace
+    walks 1024-step chunks on 4 warps, and V-trace and Retrace split rows into one-chunk
+    segments of 1024 steps (on 4 and 8 warps); the others keep 8 warps and 2048-step segments.
+    Shorter rows are planned the same for every estimator. The launcher passes the settings
+    by estimator (both Retrace forms)."""
     launch = poisoned
-    narrow, plain = launch.plan(512, 4096, 132, True), launch.plan(512, 4096, 132)
-    assert (narrow.block_t, narrow.num_warps, narrow.seg_len) == (1024, 4, 4096), narrow
-    assert (plain.block_t, plain.num_warps, plain.seg_len) == (1024, 8, 4096), plain
-    for shape in ((16, 262144), (4096, 2048), (16384, 512), (4096, 128)):
-        assert launch.plan(*shape, 132, True) == launch.plan(*shape, 132), shape
+    default, vtrace, retrace = launch._LONG_ROWS_DEFAULT, launch._LONG_ROWS["vtrace"], launch._LONG_ROWS["retrace"]
+
+    def got(shape, long_rows):
+        pl = launch.plan(*shape, 132, long_rows)
+        return pl.block_t, pl.num_warps, pl.segments, pl.seg_len
+
+    assert got((512, 4096), default) == (1024, 8, 1, 4096)  # a loop over 4 chunks
+    assert got((512, 4096), vtrace) == (1024, 4, 1, 4096)
+    assert got((512, 4096), retrace) == (1024, 8, 1, 4096)
+    assert got((16, 262144), default) == (2048, 8, 128, 2048)  # the split
+    assert got((16, 262144), vtrace) == (1024, 4, 256, 1024)
+    assert got((16, 262144), retrace) == (1024, 8, 256, 1024)
+    assert got((1, 1048576), retrace) == (1024, 8, 1024, 1024)
+    assert got((1, 1 << 21), retrace) == (1024, 8, 1024, 2048)  # at most _MAX_SEGMENTS: 2 chunks each
+    assert got((200, 4096), vtrace) == (1024, 4, 1, 4096)  # too few chunks to split: the loop
+    for shape in ((4096, 2048), (16384, 512), (4096, 128), (32768, 8)):
+        assert got(shape, vtrace) == got(shape, retrace) == got(shape, default), shape
     if not INTERPRET:
         return
     asked = []
     orig = launch.plan_for
-    monkeypatch.setattr(launch, "plan_for", lambda *a, **k: asked.append(k["narrow_loop"]) or orig(*a, **k))
+    monkeypatch.setattr(launch, "plan_for", lambda *a, **k: asked.append(k["long_rows"]) or orig(*a, **k))
     poisoned.clear_caches()
     check(make_case(name, (3, 9), bootstrap="last_value", flags="both", seed=5), "triton")
-    assert asked == [name == "vtrace"], asked
+    assert asked == [{"vtrace": vtrace, "gae": default, "retrace_av": retrace}[name]], asked
 
 
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])

@@ -35,14 +35,21 @@ _SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
 _PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
 _SPLIT_MIN_ELEMS = 1 << 18  # below this a single pass wins over a second launch
 _MAX_SEGMENTS = 1024
-# A row walked in 1024-step chunks by one program (T > 2048, rows enough to fill the GPU)
-# runs on 4 warps instead of 8 for the estimators named here. H200, Triton 3.6
-# (benchmarks/ab.py, 2026-11-30-h200-s7 notes), 8 -> 4 warps: V-trace 512 x 4096 25.9 -> 18.3 us,
-# 384 x 4096 20.7 -> 14.3, 1024 x 4096 56.0 -> 41.1, 512 x 8192 55.3 -> 40.9; GAE 3-5% slower,
-# TD(lambda) 1-5% faster, Retrace (sampled) within 1-8% either way, and its action form 37%
-# slower, so those keep 8.
-_LOOP_NARROW_KINDS = frozenset({"vtrace"})
-_LOOP_NARROW_WARPS = 4
+# Long rows (T > 2048) per estimator, as (warps of a program that walks its row in 1024-step
+# chunks, steps of a segment of the time split, warps of a segment's program): a split
+# segment is one chunk. H200, Triton 3.6 (benchmarks/ab.py, 2026-11-30-h200-s7 notes):
+# - V-trace, loop on 8 -> 4 warps: 512 x 4096 25.9 -> 18.3 us, 384 x 4096 20.7 -> 14.3,
+#   1024 x 4096 56.0 -> 41.1, 512 x 8192 55.3 -> 40.9 (GAE 3-5% slower, TD(lambda) 1-5% faster,
+#   Retrace within 1-8% either way and its action form 37% slower: those keep 8);
+# - V-trace, split segments of 2048 steps on 8 warps -> 1024 on 4: 1 x 1048576 25.0 -> 19.8,
+#   16 x 262144 and 64 x 65536 equal (80.7 -> 81.2, 82.0 -> 81.6);
+# - Retrace, 2048 steps on 8 warps -> 1024 on 8: 16 x 262144 76.9 -> 61.1, 64 x 65536
+#   77.4 -> 61.4, 1 x 1048576 18.6 -> 18.1; the action form 230.7 -> 135.6, 228.6 -> 135.0,
+#   64.5 -> 38.8;
+# - GAE and TD(lambda) keep the default: 1024-step segments gained 2-9% on 16 and 64 rows
+#   but lost 9-19% on one row.
+_LONG_ROWS_DEFAULT = (8, 2048, 8)
+_LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Off until
 # it has been verified and timed on the GPU (it passes the interpreter tests).
 _LOOKBACK = False
@@ -197,7 +204,7 @@ def _next_pow2(x: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def plan(R: int, T: int, sms: int = _DEFAULT_SMS, narrow_loop: bool = False) -> Plan:
+def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -207,8 +214,9 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, narrow_loop: bool = False) -> 
     longer rows walk 1024-step chunks. Rows too few to fill the GPU (fewer than
     ``_PROGRAMS_PER_SM`` per SM) with many chunks are cut into one-chunk segments of 2048
     steps run in parallel (two launches: summaries, then carry-in and outputs).
-    ``narrow_loop`` (the estimators of ``_LOOP_NARROW_KINDS``): a program that walks its row
-    in chunks does so on at most ``_LOOP_NARROW_WARPS`` warps.
+    ``long_rows`` (the estimator's entry of ``_LONG_ROWS``) changes the last two for rows of
+    more than 2048 steps: the warps of a program that walks its row in chunks, and the steps
+    (at most ``_SEG_STEPS``) and warps of a split segment.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -220,10 +228,14 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, narrow_loop: bool = False) -> 
         block_n = 1
     block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
+    loop_warps, split_steps, split_warps = long_rows
+    seg_steps = min(_SEG_STEPS, split_steps)
+    if programs < target and p2 > _MAX_BLOCK_T:
+        block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
     n_chunks = _cdiv(T, block_t)
     segments, seg_len = 1, n_chunks * block_t
     if programs < target and n_chunks >= _SPLIT_MIN_CHUNKS and R * T >= _SPLIT_MIN_ELEMS:
-        per_seg = max(1, min(n_chunks, _SEG_STEPS // block_t))
+        per_seg = max(1, min(n_chunks, seg_steps // block_t))
         per_seg = max(per_seg, _cdiv(n_chunks, _MAX_SEGMENTS))
         segments, seg_len = _cdiv(n_chunks, per_seg), per_seg * block_t
         if _LOOKBACK:
@@ -239,8 +251,10 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, narrow_loop: bool = False) -> 
     # 16 warps only for a whole 2048-step row in one chunk (4096 x 2048: 47 us against 49 at 8)
     cap = 16 if segments == 1 and elems >= 2048 and seg_len <= block_t else 8
     num_warps = max(1, min(cap, elems // 128))
-    if narrow_loop and segments == 1 and seg_len > block_t:
-        num_warps = min(num_warps, _LOOP_NARROW_WARPS)
+    if segments == 1 and seg_len > block_t:
+        num_warps = min(num_warps, loop_warps)
+    elif segments > 1:
+        num_warps = min(num_warps, split_warps)
     return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1)
 
 
@@ -303,17 +317,17 @@ def _tm_stages(chunks: int) -> int:
 
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
-             narrow_loop: bool = False) -> Plan:
+             long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
-    ``wide`` as there); ``narrow_loop`` as in :func:`plan`."""
+    ``wide`` as there); ``long_rows`` as in :func:`plan`."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
         pl = plan_time_major(R, T, sms, wide)
         if pl is not None:
             return pl
-    return plan(R, T, sms, narrow_loop)
+    return plan(R, T, sms, long_rows)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
@@ -677,7 +691,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     common, meta = _common(p, rows, dummy)
     wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide,  # unit row stride: [T, N] storage
-                  narrow_loop=kind in _LOOP_NARROW_KINDS)
+                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT))
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)
