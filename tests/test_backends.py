@@ -253,6 +253,10 @@ def test_long_row_plans_by_estimator(name, monkeypatch, poisoned):
     assert got((200, 4096), vtrace) == (1024, 4, 1, 4096)  # too few chunks to split: the loop
     for shape in ((4096, 2048), (16384, 512), (4096, 128), (32768, 8)):
         assert got(shape, vtrace) == got(shape, retrace) == got(shape, default), shape
+    # time-major rows too few for the time-major tiles take the generic plan with the default
+    cpu = torch.device("cpu")
+    assert launch.plan_for(16, 262144, cpu, time_major=True, long_rows=vtrace) == launch.plan(16, 262144, 132)
+    assert launch.plan_for(16, 262144, cpu, long_rows=vtrace) == launch.plan(16, 262144, 132, vtrace)
     if not INTERPRET:
         return
     asked = []

@@ -320,13 +320,16 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
-    ``wide`` as there); ``long_rows`` as in :func:`plan`."""
+    ``wide`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
+    rows too few for their own tiles keep the default: the estimators' settings were timed on
+    batch-major rows only)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
         pl = plan_time_major(R, T, sms, wide)
         if pl is not None:
             return pl
+        long_rows = _LONG_ROWS_DEFAULT
     return plan(R, T, sms, long_rows)
 
 
