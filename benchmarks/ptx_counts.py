@@ -123,6 +123,12 @@ def static_checks() -> dict[str, dict]:
     consts = {**BASE, **KERNELS["retrace_av"][1], "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1,
               "ONE_CHUNK": True, "GROUP_TILES": False, "LAGGED": True, "AV_VEC": 4}
     out["retrace_av_lagged_vec4"] = build(B.retrace_kernel, consts, 4)
+    # the group form scanned in two levels (GROUP_TILES = 2, launch._GROUP_SCAN), which
+    # stands in for the time-order chunks of Triton < 3.7
+    for name, (kern, extra) in KERNELS.items():
+        consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                  "GROUP_TILES": 2, "LAGGED": name == "retrace_av"}
+        out[f"{name}_group_scan"] = build(kern, consts, 4)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

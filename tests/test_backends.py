@@ -13,18 +13,20 @@ import pytest
 import torch
 
 from tests.conftest import INTERPRET, plans_used, use_small_tiles
-from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case
+from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case, to_time_major
 
 FEATURED = ("traces", "prefix_sum")
 
 
-@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback", "triton-time-order"])
+@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback", "triton-time-order",
+                        "triton-group-scan"])
 def backend(request, monkeypatch):
     """The torch backend, or the Triton kernels with small tiles: one pass per row, the
     two-phase time split, or the single-pass look-back split, all with the backward
     kernels' group-form chunks (Triton >= 3.7); ``triton-time-order``: the two-phase split
     with chunks in time order scanned in reverse (what Triton < 3.7 gets, the H200's
-    image included: ``launch._GROUP_TILES``)."""
+    image included: ``launch._GROUP_TILES``); ``triton-group-scan``: the two-phase split
+    with the group form scanned in two levels instead (``launch._GROUP_SCAN``)."""
     if request.param == "torch":
         return "torch"
     if not INTERPRET:
@@ -32,7 +34,8 @@ def backend(request, monkeypatch):
     launch = request.getfixturevalue("poisoned")
     mode = request.param
     use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback")
-    monkeypatch.setattr(launch, "_GROUP_TILES", mode != "triton-time-order")
+    monkeypatch.setattr(launch, "_GROUP_TILES", mode not in ("triton-time-order", "triton-group-scan"))
+    monkeypatch.setattr(launch, "_GROUP_SCAN", mode == "triton-group-scan")
     request.addfinalizer(launch.clear_caches)
     return "triton"
 
@@ -437,3 +440,57 @@ def test_replay_of_vector_actions_checks_alignment():
     assert [k["AV_VEC"] for k in launched] == [4, 0, 0], launched
     assert all(k["BLOCK_T"] == 16 for k in launched)
     assert step.fast is None  # the stand-in has no compiled kernel to arm
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("mode", ["single", "split", "lookback"])
+def test_group_scan(name, mode, monkeypatch, poisoned):
+    """launch._GROUP_SCAN: with chunks that would be in time order (Triton < 3.7) the
+    backward kernels take the group form scanned in two levels (``GROUP_TILES = 2``,
+    scan.group_scan) in one pass over several chunks, the two-phase split and the
+    look-back; every bootstrap form, truncations and terminations, against the float64
+    reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=mode != "single", lookback=mode == "lookback")
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN", True)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.seg_len // pl.block_t, pl.segments))
+    poisoned.clear_caches()
+    try:
+        for bootstrap in BOOTSTRAP_FORMS:
+            if name == "retrace_av" and bootstrap == "next_values":
+                continue
+            check(make_case(name, (5, 63), bootstrap=bootstrap, flags="both", seed=83), "triton")
+        assert seen and all(g == 2 for g, _c, _s in seen), seen
+        if mode == "single":
+            assert all(c > 1 and s == 1 for _g, c, s in seen), seen  # several chunks a row
+        else:
+            assert all(s > 1 for _g, _c, s in seen), seen
+    finally:
+        poisoned.clear_caches()
+
+
+def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):
+    """The two-level group scan stands in for chunks in time order only: the reshaped group
+    form (Triton >= 3.7) and time-major tiles keep theirs, and so do chunks of fewer than 4
+    steps."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN", True)
+    # time-major tiles for a small call (see conftest.use_small_tiles)
+    monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
+    monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)
+    monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], kw["TIME_MAJOR"], pl.block_t))
+    for group_tiles in (True, False):
+        monkeypatch.setattr(poisoned, "_GROUP_TILES", group_tiles)
+        poisoned.clear_caches()
+        case = make_case("gae", (3, 9), bootstrap="last_value", flags="both", seed=3)
+        check(case, "triton")
+        check(make_case("gae", (3, 2), bootstrap="last_value", flags="both", seed=3), "triton")
+        check(to_time_major(case), "triton")
+    poisoned.clear_caches()
+    assert seen == [(True, False, 16), (True, False, 2), (True, True, 16),
+                    (2, False, 16), (False, False, 2), (False, True, 16)], seen
+

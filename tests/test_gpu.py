@@ -126,6 +126,29 @@ def test_segment_map_forward_long_rows(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("shape", [(37, 1000), (4096, 100), (512, 4096), (32768, 64), (16, 262144), (300, 7)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_group_scan(shape, name, monkeypatch):
+    """launch._GROUP_SCAN forced on with Triton < 3.7's chunks (no reshaped group tiles):
+    the group form scanned in two levels, one chunk, a chunk loop, the split and short
+    rows of several per program, repeated so that a replay runs too."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_GROUP_SCAN", True)
+    monkeypatch.setattr(launch, "_GROUP_TILES", False)
+    launch.clear_caches()
+    used = plans_used(monkeypatch, launch, lambda pl, kw: kw["GROUP_TILES"])
+    try:
+        case = on_gpu(make_case(name, shape, seed=10))
+        ref = as_f64(case)(backend="torch")
+        for _ in range(2):
+            _compare(case, ref, f"{name} {shape} group scan")
+        assert used == [2], used
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))

@@ -66,6 +66,22 @@ def test_time_order_chunks(counts, name):
     assert st["v4"] >= 2 and st["cvt"] == 0, st
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
+def test_group_scan(counts, name):
+    """The group form scanned in two levels (launch._GROUP_SCAN, ``GROUP_TILES = 2``): no
+    reverse scan, 24 shuffles per thread for a [1, 512] tile on 4 warps (Triton 3.6 and 3.8;
+    time order: 92, 184 for the lagged scans of V-trace and Retrace's action form), vector
+    accesses, at most one allocation granule (8 registers) above the time-order form's
+    registers (Retrace's direct form: 40 against 32 with Triton 3.8, 32 against 32 with 3.6),
+    and at most 3 layout conversions more than the time-order form (the groups' maps to and
+    from the layout Triton scans in)."""
+    st = counts[f"{name}_group_scan"]
+    order = counts["retrace_av_lagged" if name == "retrace_av" else f"{name}_time_order"]  # the same kernel form
+    assert st["reverse_scans"] == 0 and st["shfl"] <= 24 < order["shfl"], (st, order)
+    assert st["v4"] >= 3 and st["cvt"] <= order["cvt"] + 3, (st, order)
+    assert st["regs"] <= order["regs"] + 8, (st, order)
+
+
 def test_vtrace_split_registers(counts):
     """V-trace's PHASE 2 on 8 warps fits in 128 registers, so two programs share an SM: at
     142 (a forward carry-in scan over descending segments) it ran 119 us against 84 at

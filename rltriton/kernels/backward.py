@@ -113,7 +113,7 @@ def gae_kernel(
         )
         r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
         v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
-        v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
+        v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT, GROUP_TILES)
         nv = next_state_values(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
@@ -121,11 +121,12 @@ def gae_kernel(
         alpha = tl.where(mask, r + gk * nv - v, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             adv, carry = scan_step(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
+                scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
+                incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             adv = group_order(adv, r)
@@ -169,7 +170,7 @@ def td_lambda_kernel(
         r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
         v_next = tl.zeros(r.shape, DT)
         if HAS_VALUES:
-            v_next = load_next_only(v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
+            v_next = load_next_only(v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT, GROUP_TILES)
         nv = next_state_values(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
             HAS_VALUES, HAS_TRUNC, NV_MODE, DT,
@@ -178,11 +179,12 @@ def td_lambda_kernel(
         alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             out, carry = scan_step(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
+                scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
+                incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             tl.store(out_ptr + rows_t * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
@@ -228,7 +230,7 @@ def vtrace_kernel(
         )
         r = load_tile(r_ptr, rows_t, ts, s_r_n, s_r_t, mask, DT)
         v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
-        v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
+        v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT, GROUP_TILES)
         ratio = tl.exp(load_tile(lr_ptr, rows_t, ts, s_lr_n, s_lr_t, mask, DT))
         nv = next_state_values(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
@@ -237,11 +239,12 @@ def vtrace_kernel(
         alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, g * lm * tl.minimum(ratio, c_bar)), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             d, d_next, carry = scan_step_lagged(
-                scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, rows,
+                scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
+                incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
             )
             d = group_order(d, r)
@@ -409,12 +412,13 @@ def retrace_kernel(
             alpha = tl.where(mask, v + c * (r - q + edge), 0.0)
             beta = tl.where(mask & inside, c * g, tl.where(mask, 0.0, 1.0))
             if PHASE == 1:
-                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
+                ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
                 seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
             else:
                 _h, h_next, carry = scan_step_lagged(
-                    scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss,
-                    rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
+                    scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
+                    sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
+                    TIME_MAJOR,
                 )
                 h_next = group_order(h_next, r)
                 d = r - q + tl.where(inside, g * h_next, edge)
@@ -433,10 +437,10 @@ def retrace_kernel(
             else:
                 q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)
                 v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
-                v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT)
-                lr_next = load_next_only(lr_ptr, rows, row_mask, ts, T, s_lr_n, s_lr_t, DT)
+                v_next = load_next(v, v_ptr, rows, row_mask, ts, T, s_v_n, s_v_t, DT, GROUP_TILES)
+                lr_next = load_next_only(lr_ptr, rows, row_mask, ts, T, s_lr_n, s_lr_t, DT, GROUP_TILES)
             if L_TENSOR:  # lm is the tile of lam at ts (0 beyond T): shift it
-                l_next = load_next(lm, l_ptr, rows, row_mask, ts, T, s_l_n, s_l_t, DT)
+                l_next = load_next(lm, l_ptr, rows, row_mask, ts, T, s_l_n, s_l_t, DT, GROUP_TILES)
             else:
                 l_next = scalar(l_hi, l_lo, DT)
             c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
@@ -447,12 +451,13 @@ def retrace_kernel(
             alpha = tl.where(mask, r + gk * nv - q, 0.0)
             beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
             if PHASE == 1:
-                ca, cb = chunk_map(scan_order(alpha), scan_order(beta), REV, SEG_MAP_FWD)
+                ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
                 seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
             else:
                 d, carry = scan_step(
-                    scan_order(alpha), scan_order(beta), carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss,
-                    rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
+                    scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
+                    sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
+                    TIME_MAJOR,
                 )
                 d = group_order(d, r)
                 tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)

@@ -159,6 +159,18 @@ def _triton_version() -> tuple[int, int]:
 # Triton 3.6, that was 1.4-6x slower than a tile in time order scanned with
 # reverse=True (92 shuffles, no conversion), which those versions therefore get.
 _GROUP_TILES = _triton_version() >= (3, 7)
+# Backward kernels on batch-major storage with Triton < 3.7 can instead keep the group form
+# as it is loaded, [BN, BT/4, 4], and scan it in two levels (GROUP_TILES = 2,
+# scan.group_scan): each thread composes its groups' maps in registers, a forward scan over
+# the groups gives the state entering each group, and the group's 4 states follow in
+# registers. No reshape, split or join (which Triton 3.6 lowers as layout conversions) and
+# no reverse scan. Triton 3.6, shuffles per thread (benchmarks/ptx_counts.py): GAE on a
+# [1, 512] tile on 4 warps 24 (time order: 92), V-trace 24 (184), Retrace's lagged action
+# form 24 (184); [1, 2048] on 8 warps GAE 48 (172), V-trace 48 (344); the same registers
+# within 5%. With Triton >= 3.7 the reshaped group form is leaner still (GAE 12). Written
+# when session 7's device time was spent: off until it has run and been timed on the GPU
+# (the interpreter tests check it against the float64 reference).
+_GROUP_SCAN = False
 # PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
 # forward scan of the composition taken the other way round gives it without reverse=True's
 # flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
@@ -540,6 +552,8 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     the two passes of the time split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
+    if _GROUP_SCAN and meta.get("GROUP_TILES") is False and not pl.time_major and pl.block_t >= 4:
+        meta = {**meta, "GROUP_TILES": 2}  # the two-level group scan (see _GROUP_SCAN)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
                   ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, STAGES=pl.stages,
                   **meta)

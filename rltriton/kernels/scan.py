@@ -9,7 +9,7 @@ with fixed registers, and any T works.
 Combine: with ``acc`` the composition of the elements already scanned and ``new`` the
 next element in scan order, ``new ∘ acc = (a_new + b_new a_acc, b_new b_acc)``.
 
-Backward estimators hold a chunk in one of two forms (``launch._GROUP_TILES`` picks by
+Backward estimators hold a chunk in one of these forms (``launch._GROUP_TILES`` picks by
 Triton version; :func:`chunk_times`):
 
 * **group form** (Triton >= 3.7): groups of ``G = 4`` steps in descending order, each group
@@ -22,6 +22,11 @@ Triton version; :func:`chunk_times`):
   ``reverse=True``. Those versions lower the group form's reshape as a layout conversion
   through shared memory (4-8 KB a program), which made the kernels MIO-bound and 1.4-6x
   slower on an H200 with Triton 3.6 than the 92 shuffles.
+* **group form scanned in two levels** (``GROUP_TILES = 2``, ``launch._GROUP_SCAN``, off
+  until timed on a GPU): the group form as loaded, [BN, BT/4, 4], never reshaped: each
+  thread composes its groups' maps, a forward scan over the groups gives the state entering
+  each group, and the group's states follow in registers (:func:`group_scan`). 24 shuffles
+  per thread at [1, 512] on 4 warps with Triton 3.6 as with 3.8, for the lagged scans too.
 
 Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: 4
 rows per thread, the lanes mostly along rows, and each thread holding a run of its rows'
@@ -77,23 +82,102 @@ def last_column(x, REV: tl.constexpr = False):
 def scan_tile(alpha, beta, carry, REV: tl.constexpr = False):
     """Scan a [BN, BT] tile of (alpha, beta), columns in scan order (``REV``: in time
     order, scanned from the last column), from the per-row ``carry`` [BN]. Returns the
-    tile of states and the carry for the next chunk."""
-    a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
-    out = a + b * carry[:, None]
-    return out, last_column(out, REV)
+    tile of states and the carry for the next chunk. A [BN, BT/4, 4] tile takes the
+    two-level scan (:func:`group_scan`)."""
+    if len(alpha.shape) == 3:
+        out, _next, c = group_scan(alpha, beta, carry)
+        return out, c
+    else:
+        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+        out = a + b * carry[:, None]
+        return out, last_column(out, REV)
 
 
 @triton.jit
 def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False):
     """:func:`scan_tile` that also returns, at each column, the state one step earlier
     in scan order (for a backward estimator, the state at t+1; the carry at the first
-    step). Returns ``(D_t, D_{t+1}, new carry)``."""
-    one = tl.full(alpha.shape, 1.0, alpha.dtype)
-    zero = tl.zeros(alpha.shape, alpha.dtype)
-    p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged, reverse=REV)
+    step). Returns ``(D_t, D_{t+1}, new carry)``. A [BN, BT/4, 4] tile takes the
+    two-level scan (:func:`group_scan`)."""
+    if len(alpha.shape) == 3:
+        return group_scan(alpha, beta, carry)
+    else:
+        one = tl.full(alpha.shape, 1.0, alpha.dtype)
+        zero = tl.zeros(alpha.shape, alpha.dtype)
+        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged,
+                                         reverse=REV)
+        c = carry[:, None]
+        out = x + p * c
+        return out, y + q * c, last_column(out, REV)
+
+
+@triton.jit
+def group_pick(x, j: tl.constexpr):
+    """Step ``j`` of each group of a [BN, NG, 4] group-form tile, as [BN, NG]: a masked sum
+    over the group, which lies inside one thread (register selects, no shuffles)."""
+    k = tl.arange(0, 4)[None, None, :]
+    return tl.sum(tl.where(k == j, x, tl.zeros_like(x)), axis=2)
+
+
+@triton.jit
+def group_tile(x0, x1, x2, x3):
+    """The [BN, NG, 4] group-form tile with steps ``x0 .. x3`` ([BN, NG] each), by
+    broadcasting (the inverse of :func:`group_pick`)."""
+    k = tl.arange(0, 4)[None, None, :]
+    return tl.where(k == 0, x0[:, :, None],
+                    tl.where(k == 1, x1[:, :, None], tl.where(k == 2, x2[:, :, None], x3[:, :, None])))
+
+
+@triton.jit
+def group_scan(alpha, beta, carry):
+    """The two-level scan of a group-form tile (``GROUP_TILES = 2``): [BN, NG, 4], group g
+    holding 4 steps ascending in time, groups in scan order (descending time), so steps
+    are scanned k = 3, 2, 1, 0 inside a group. Each thread composes its groups' maps
+    F_g = f_0 ∘ f_1 ∘ f_2 ∘ f_3 in registers; a forward scan over the groups with the lagged
+    combine (:func:`affine_combine_lagged`) gives, from ``carry`` [BN], the state entering
+    each group; the 4 states of a group follow in registers. No reshape (which Triton 3.6
+    lowers as a layout conversion through shared memory) and no reverse scan: 24 shuffles
+    per thread for a [1, 512] tile on 4 warps, where the time-order form's reverse scan
+    takes 92 (Triton 3.6). Returns (the states [BN, NG, 4], the states one step later in
+    time, i.e. earlier in scan order [BN, NG, 4], the carry out [BN])."""
+    a0 = group_pick(alpha, 0)
+    a1 = group_pick(alpha, 1)
+    a2 = group_pick(alpha, 2)
+    a3 = group_pick(alpha, 3)
+    b0 = group_pick(beta, 0)
+    b1 = group_pick(beta, 1)
+    b2 = group_pick(beta, 2)
+    b3 = group_pick(beta, 3)
+    fa = a0 + b0 * (a1 + b1 * (a2 + b2 * a3))
+    fb = b0 * b1 * b2 * b3
+    one = tl.full(fa.shape, 1.0, fa.dtype)
+    zero = tl.zeros(fa.shape, fa.dtype)
+    p, q, x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
     c = carry[:, None]
-    out = x + p * c
-    return out, y + q * c, last_column(out, REV)
+    e = y + q * c  # the state entering each group (after it in time)
+    s3 = a3 + b3 * e
+    s2 = a2 + b2 * s3
+    s1 = a1 + b1 * s2
+    s0 = a0 + b0 * s1
+    return group_tile(s0, s1, s2, s3), group_tile(s1, s2, s3, e), last_column(x + p * c)
+
+
+@triton.jit
+def group_map(alpha, beta):
+    """The composed map (A, B) [BN] of a whole group-form tile (``GROUP_TILES = 2``, see
+    :func:`group_scan`): each group's map in registers, then a forward scan over the groups."""
+    a0 = group_pick(alpha, 0)
+    a1 = group_pick(alpha, 1)
+    a2 = group_pick(alpha, 2)
+    a3 = group_pick(alpha, 3)
+    b0 = group_pick(beta, 0)
+    b1 = group_pick(beta, 1)
+    b2 = group_pick(beta, 2)
+    b3 = group_pick(beta, 3)
+    fa = a0 + b0 * (a1 + b1 * (a2 + b2 * a3))
+    fb = b0 * b1 * b2 * b3
+    a, b = tl.associative_scan((fa, fb), axis=1, combine_fn=affine_combine)
+    return last_column(a), last_column(b)
 
 
 @triton.jit
@@ -143,10 +227,12 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
 
 
 @triton.jit
-def scan_order(x):
+def scan_order(x, GROUP_TILES: tl.constexpr = 1):
     """A tile of :func:`chunk_times`'s form as [BN, BT] for the scan: the group form
-    flipped inside each group and reshaped; the two-dimensional forms as they are."""
-    if len(x.shape) == 2:
+    flipped inside each group and reshaped; the two-dimensional forms as they are. With
+    ``GROUP_TILES = 2`` (groups scanned in two levels, :func:`group_prefix`) the group form
+    stays as it is: the scan functions take [BN, BT/4, 4] tiles."""
+    if len(x.shape) == 2 or GROUP_TILES == 2:
         return x
     else:
         BN: tl.constexpr = x.shape[0]
@@ -159,8 +245,9 @@ def scan_order(x):
 
 @triton.jit
 def group_order(x, like):
-    """The inverse of :func:`scan_order`: [BN, BT] back to the form of ``like``."""
-    if len(like.shape) == 2:
+    """The inverse of :func:`scan_order`: [BN, BT] back to the form of ``like`` (a tile
+    already in that form, as the two-level scan returns it, stays as it is)."""
+    if len(like.shape) == 2 or len(x.shape) == 3:
         return x
     else:
         if like.shape[2] == 1:
@@ -186,7 +273,7 @@ def load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
 
 
 @triton.jit
-def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
+def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP_TILES: tl.constexpr = 1):
     """``ptr[rows, t + 1]`` (0 where t + 1 >= T) for a tile whose steps ``ts`` (a form of
     :func:`chunk_times`) were loaded into ``x`` (0 where t >= T); rows and row_mask are
     [BN, 1].
@@ -197,9 +284,20 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
     cannot be vector accesses (t + 1 is not 16-byte aligned). The two-dimensional forms
     load ``ts + 1`` directly (time-major tiles: the vector runs along rows, and the row's
     next step is aligned too; time order: Triton < 3.7, where the shift's split and join
-    become layout conversions), as do groups of fewer than 4 (:func:`load_after`)."""
+    become layout conversions), as do groups of fewer than 4 (:func:`load_after`). With
+    ``GROUP_TILES = 2`` the shift takes each step out of the group by a masked sum inside the
+    thread and puts them back by broadcasting (:func:`group_pick`, :func:`group_tile`): no
+    reshape, split or join, which Triton 3.6 lowers as layout conversions."""
     if len(ts.shape) == 2:
         return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
+    elif ts.shape[2] == 4 and GROUP_TILES == 2:
+        # the step after each group's last is the first of the group 4 steps later: read as
+        # that group's step 0 (the tile's own layout: a load of its own at the groups'
+        # last steps made Triton 3.6 convert its layout twice)
+        k = tl.arange(0, 4)[None, None, :]
+        later = tl.load(ptr + rows[:, :, None] * s_n + (ts + 4) * s_t,
+                        mask=row_mask[:, :, None] & (k == 0) & (ts + 4 < T), other=0.0).to(DT)
+        return group_tile(group_pick(x, 1), group_pick(x, 2), group_pick(x, 3), group_pick(later, 0))
     elif ts.shape[2] == 4:
         BN: tl.constexpr = x.shape[0]
         NG: tl.constexpr = x.shape[1]
@@ -217,14 +315,14 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
 
 
 @triton.jit
-def load_next_only(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
+def load_next_only(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP_TILES: tl.constexpr = 1):
     """:func:`load_next` where the tile at ``ts`` itself is not otherwise needed: groups of
     4 load it (one vector access) and shift it, which still beats four scalar accesses;
     the other forms read t + 1 (:func:`load_after`)."""
     if len(ts.shape) == 3:
         if ts.shape[2] == 4:
             x = load_tile(ptr, rows[:, :, None], ts, s_n, s_t, row_mask[:, :, None] & (ts < T), DT)
-            return load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT)
+            return load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT, GROUP_TILES)
     return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
 
 
@@ -318,8 +416,11 @@ def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexp
     the last column holds f_0 ∘ f_1 ∘ ... ∘ f_{BT-1}, the map the reverse scan leaves in
     column 0, without the flips that Triton 3.6 lowers ``reverse=True`` into (PHASE 1 of GAE
     at [1, 2048] on 8 warps: 188 -> 28 shuffles per thread with Triton 3.6,
-    tests/test_kernels_static.py; ``launch._SEGMENT_MAP_FORWARD``)."""
-    if REV and FORWARD_TOTAL:
+    tests/test_kernels_static.py; ``launch._SEGMENT_MAP_FORWARD``). A [BN, BT/4, 4] tile:
+    :func:`group_map`."""
+    if len(alpha.shape) == 3:
+        return group_map(alpha, beta)
+    elif REV and FORWARD_TOTAL:
         a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_after)
         return last_column(a), last_column(b)
     else:
@@ -556,7 +657,12 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR)
-    if PHASE == 3:
+    if PHASE == 3 and len(alpha.shape) == 3:
+        agg_a, agg_b = group_map(alpha, beta)
+        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                           agg_a, agg_b, carry, REVERSE, W)
+        return scan_tile(alpha, beta, c)
+    elif PHASE == 3:
         a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
                            last_column(a, REV), last_column(b, REV), carry, REVERSE, W)
@@ -576,7 +682,12 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR)
-    if PHASE == 3:
+    if PHASE == 3 and len(alpha.shape) == 3:
+        agg_a, agg_b = group_map(alpha, beta)
+        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                           agg_a, agg_b, carry, REVERSE, W)
+        return group_scan(alpha, beta, c)
+    elif PHASE == 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
         p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged,
