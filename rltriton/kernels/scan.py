@@ -129,6 +129,22 @@ def group_tile(x0, x1, x2, x3):
 
 
 @triton.jit
+def group_steps(alpha, beta):
+    """The 4 steps' maps of each group of a group-form tile of (alpha, beta), [BN, NG] each
+    (``a0 .. a3, b0 .. b3``, ascending in time), and each group's composed map
+    F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 (``fa, fb``: step 3 applies first, as the scan runs)."""
+    a0 = group_pick(alpha, 0)
+    a1 = group_pick(alpha, 1)
+    a2 = group_pick(alpha, 2)
+    a3 = group_pick(alpha, 3)
+    b0 = group_pick(beta, 0)
+    b1 = group_pick(beta, 1)
+    b2 = group_pick(beta, 2)
+    b3 = group_pick(beta, 3)
+    return a0, a1, a2, a3, b0, b1, b2, b3, a0 + b0 * (a1 + b1 * (a2 + b2 * a3)), b0 * b1 * b2 * b3
+
+
+@triton.jit
 def group_scan(alpha, beta, carry):
     """The two-level scan of a group-form tile (``GROUP_TILES = 2``): [BN, NG, 4], group g
     holding 4 steps ascending in time, groups in scan order (descending time), so steps
@@ -140,16 +156,7 @@ def group_scan(alpha, beta, carry):
     per thread for a [1, 512] tile on 4 warps, where the time-order form's reverse scan
     takes 92 (Triton 3.6). Returns (the states [BN, NG, 4], the states one step later in
     time, i.e. earlier in scan order [BN, NG, 4], the carry out [BN])."""
-    a0 = group_pick(alpha, 0)
-    a1 = group_pick(alpha, 1)
-    a2 = group_pick(alpha, 2)
-    a3 = group_pick(alpha, 3)
-    b0 = group_pick(beta, 0)
-    b1 = group_pick(beta, 1)
-    b2 = group_pick(beta, 2)
-    b3 = group_pick(beta, 3)
-    fa = a0 + b0 * (a1 + b1 * (a2 + b2 * a3))
-    fb = b0 * b1 * b2 * b3
+    a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta)
     one = tl.full(fa.shape, 1.0, fa.dtype)
     zero = tl.zeros(fa.shape, fa.dtype)
     p, q, x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
@@ -166,16 +173,7 @@ def group_scan(alpha, beta, carry):
 def group_map(alpha, beta):
     """The composed map (A, B) [BN] of a whole group-form tile (``GROUP_TILES = 2``, see
     :func:`group_scan`): each group's map in registers, then a forward scan over the groups."""
-    a0 = group_pick(alpha, 0)
-    a1 = group_pick(alpha, 1)
-    a2 = group_pick(alpha, 2)
-    a3 = group_pick(alpha, 3)
-    b0 = group_pick(beta, 0)
-    b1 = group_pick(beta, 1)
-    b2 = group_pick(beta, 2)
-    b3 = group_pick(beta, 3)
-    fa = a0 + b0 * (a1 + b1 * (a2 + b2 * a3))
-    fb = b0 * b1 * b2 * b3
+    _a0, _a1, _a2, _a3, _b0, _b1, _b2, _b3, fa, fb = group_steps(alpha, beta)
     a, b = tl.associative_scan((fa, fb), axis=1, combine_fn=affine_combine)
     return last_column(a), last_column(b)
 
