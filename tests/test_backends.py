@@ -373,6 +373,7 @@ def test_retrace_action_vectors_need_a_gpu_and_4_aligned_actions(monkeypatch, po
     assert not _vec4_actions(torch.zeros(3, 5, 4, dtype=torch.float64))
     assert not _vec4_actions(torch.zeros(3, 5, 3))
     assert not _vec4_actions(torch.zeros(3, 4, 5).transpose(1, 2))  # actions not contiguous
+    assert not _vec4_actions(torch.zeros(61)[1:].view(3, 5, 4))  # base 4 bytes past a 16-byte boundary
     if not INTERPRET:
         return
     monkeypatch.setattr(poisoned, "_RETRACE_AV_VEC", True)

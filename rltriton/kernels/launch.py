@@ -746,7 +746,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
                 *rows(raw["actions"]), A,
             ]
             av_vec = 4 if _RETRACE_AV_VEC and p.device.type == "cuda" and _vec4_actions(av3) and _vec4_actions(pi3) \
-                and av3.data_ptr() % 16 == 0 and pi3.data_ptr() % 16 == 0 else 0
+                else 0
         else:
             q = rows(raw["q_values"])
             v = rows(raw["state_values"])
@@ -765,9 +765,9 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
 def _vec4_actions(x: Tensor) -> bool:
     """Whether ``[rows, T, A]`` per-action values can be read a step at a time as one 16-byte
     vector (retrace_kernel's ``AV_VEC = 4``): 4 float32 actions, contiguous, every row and
-    step a multiple of 16 bytes apart. The base address must be 16-byte aligned as well: the
-    launcher checks it per call, and so does a replay (:class:`_Step`)."""
-    if x.dtype != torch.float32 or x.shape[-1] != 4 or x.stride(-1) != 1:
+    step a multiple of 16 bytes apart, from a 16-byte aligned base address (checked per call;
+    a replay checks each call's addresses again, :class:`_Step`)."""
+    if x.dtype != torch.float32 or x.shape[-1] != 4 or x.stride(-1) != 1 or x.data_ptr() % 16 != 0:
         return False
     return all(st % 4 == 0 for size, st in zip(x.shape[:-1], x.stride()[:-1]) if size > 1)
 

@@ -228,7 +228,7 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
 def scan_order(x, GROUP_TILES: tl.constexpr = 1):
     """A tile of :func:`chunk_times`'s form as [BN, BT] for the scan: the group form
     flipped inside each group and reshaped; the two-dimensional forms as they are. With
-    ``GROUP_TILES = 2`` (groups scanned in two levels, :func:`group_prefix`) the group form
+    ``GROUP_TILES = 2`` (groups scanned in two levels, :func:`group_scan`) the group form
     stays as it is: the scan functions take [BN, BT/4, 4] tiles."""
     if len(x.shape) == 2 or GROUP_TILES == 2:
         return x
@@ -640,6 +640,17 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 
 
 @triton.jit
+def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                         REVERSE: tl.constexpr, W: tl.constexpr):
+    """PHASE 3 for a group-form tile scanned in two levels (:func:`group_scan`): the tile's
+    composed map (:func:`group_map`) published and the carry entering it found by
+    :func:`lookback_carry` (``init``: the value entering the first segment in scan order)."""
+    agg_a, agg_b = group_map(alpha, beta)
+    return lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
+                          REVERSE, W)
+
+
+@triton.jit
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
               REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False):
@@ -656,9 +667,8 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR)
     if PHASE == 3 and len(alpha.shape) == 3:
-        agg_a, agg_b = group_map(alpha, beta)
-        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           agg_a, agg_b, carry, REVERSE, W)
+        c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
+                                 n_segs, REVERSE, W)
         return scan_tile(alpha, beta, c)
     elif PHASE == 3:
         a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
@@ -681,10 +691,9 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR)
     if PHASE == 3 and len(alpha.shape) == 3:
-        agg_a, agg_b = group_map(alpha, beta)
-        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           agg_a, agg_b, carry, REVERSE, W)
-        return group_scan(alpha, beta, c)
+        c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
+                                 n_segs, REVERSE, W)
+        return scan_tile_lagged(alpha, beta, c)
     elif PHASE == 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
