@@ -129,6 +129,12 @@ def static_checks() -> dict[str, dict]:
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "GROUP_TILES": 2, "LAGGED": name == "retrace_av"}
         out[f"{name}_group_scan"] = build(kern, consts, 4)
+    # ... and in a chunk loop ([1, 1024] on 8 warps), beside time order's loop
+    for name, (kern, extra) in KERNELS.items():
+        for gt in (2, False):
+            consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 1024, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False,
+                      "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
+            out[f"{name}_{'group_scan' if gt else 'time_order'}_loop"] = build(kern, consts, 8)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

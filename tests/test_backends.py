@@ -36,6 +36,8 @@ def backend(request, monkeypatch):
     use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback")
     monkeypatch.setattr(launch, "_GROUP_TILES", mode not in ("triton-time-order", "triton-group-scan"))
     monkeypatch.setattr(launch, "_GROUP_SCAN", mode == "triton-group-scan")
+    monkeypatch.setattr(launch, "_GROUP_SCAN_MIN_T", 4)  # the small tiles take it too
+    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", True)
     request.addfinalizer(launch.clear_caches)
     return "triton"
 
@@ -456,6 +458,8 @@ def test_group_scan(name, mode, monkeypatch, poisoned):
     use_small_tiles(monkeypatch, poisoned, split=mode != "single", lookback=mode == "lookback")
     monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN", True)
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN_MIN_T", 4)
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN_LOOP", True)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.seg_len // pl.block_t, pl.segments))
     poisoned.clear_caches()
     try:
@@ -472,6 +476,24 @@ def test_group_scan(name, mode, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+def test_group_scan_reach():
+    """By default (launch._group_scan) the two-level group scan takes batch-major tiles of
+    64 steps or more whose row is one chunk or split into segments; short tiles (several
+    rows a program), a row walked in chunks by one program and time-major tiles keep time
+    order, where the H200 timed them faster (launch._GROUP_SCAN)."""
+    from rltriton.kernels.launch import Plan, _group_scan, plan
+
+    assert _group_scan(plan(4096, 128)) and _group_scan(plan(32768, 64))  # short rows, one chunk
+    assert _group_scan(plan(16384, 512)) and _group_scan(plan(4096, 2048))  # one chunk a row
+    assert _group_scan(plan(16, 262144)) and _group_scan(plan(1, 1 << 20))  # split
+    assert plan(16, 262144).segments > 1
+    assert not _group_scan(plan(32768, 32)) and not _group_scan(plan(32768, 8))
+    loop = plan(512, 4096)
+    assert loop.segments == 1 and loop.seg_len > loop.block_t and not _group_scan(loop)
+    assert not _group_scan(Plan(32, 16, 1, 1, 16, time_major=True))
+    assert not _group_scan(Plan(1, 128, 1, 1, 128, time_major=True))
+
+
 def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):
     """The two-level group scan stands in for chunks in time order only: the reshaped group
     form (Triton >= 3.7) and time-major tiles keep theirs, and so do chunks of fewer than 4
@@ -479,6 +501,7 @@ def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_GROUP_SCAN", True)
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN_MIN_T", 4)
     # time-major tiles for a small call (see conftest.use_small_tiles)
     monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
     monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)

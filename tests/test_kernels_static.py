@@ -82,6 +82,17 @@ def test_group_scan(counts, name):
     assert st["regs"] <= order["regs"] + 8, (st, order)
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
+def test_group_scan_loop(counts, name):
+    """The group scan in a chunk loop keeps the carry in the tile's layout: at most 2
+    shared-memory stores per thread more than time order's loop. Taken as the scan's own
+    ``x + p c``, Triton 3.6 broadcast the carry in a layout holding the whole row in every
+    thread and converted it (70 stores at [1, 1024] on 8 warps)."""
+    st, order = counts[f"{name}_group_scan_loop"], counts[f"{name}_time_order_loop"]
+    assert st["reverse_scans"] == 0 and st["shfl"] < order["shfl"], (st, order)
+    assert st["sts"] <= order["sts"] + 2, (st, order)
+
+
 def test_vtrace_split_registers(counts):
     """V-trace's PHASE 2 on 8 warps fits in 128 registers, so two programs share an SM: at
     142 (a forward carry-in scan over descending segments) it ran 119 us against 84 at

@@ -159,7 +159,7 @@ def _triton_version() -> tuple[int, int]:
 # Triton 3.6, that was 1.4-6x slower than a tile in time order scanned with
 # reverse=True (92 shuffles, no conversion), which those versions therefore get.
 _GROUP_TILES = _triton_version() >= (3, 7)
-# Backward kernels on batch-major storage with Triton < 3.7 can instead keep the group form
+# Backward kernels on batch-major storage with Triton < 3.7 instead keep the group form
 # as it is loaded, [BN, BT/4, 4], and scan it in two levels (GROUP_TILES = 2,
 # scan.group_scan): each thread composes its groups' maps in registers, a forward scan over
 # the groups gives the state entering each group, and the group's 4 states follow in
@@ -167,10 +167,22 @@ _GROUP_TILES = _triton_version() >= (3, 7)
 # no reverse scan. Triton 3.6, shuffles per thread (benchmarks/ptx_counts.py): GAE on a
 # [1, 512] tile on 4 warps 24 (time order: 92), V-trace 24 (184), Retrace's lagged action
 # form 24 (184); [1, 2048] on 8 warps GAE 48 (172), V-trace 48 (344); the same registers
-# within 5%. With Triton >= 3.7 the reshaped group form is leaner still (GAE 12). Written
-# when session 7's device time was spent: off until it has run and been timed on the GPU
-# (the interpreter tests check it against the float64 reference).
-_GROUP_SCAN = False
+# within 5%. With Triton >= 3.7 the reshaped group form is leaner still (GAE 12).
+# H200, Triton 3.6, device time (benchmarks/ab.py; 2026-11-30-h200-s8 notes), time order
+# -> group scan, GAE / TD(lambda) / V-trace / Retrace's action form, in us:
+#   4096 x 128     3.6 / 3.7 / 4.6 / 7.1       -> 2.8 / 2.9 / 3.3 / 6.4
+#   16384 x 512    43.3 / 37.8 / 54.2 / 123.1  -> 36.0 / 27.1 / 42.8 / 117.5
+#   4096 x 2048    47.3 / 45.8 / 65.0 / 125.6  -> 37.2 / 29.6 / 46.6 / 125.8
+#   64 x 65536     50.8 / 44.6 / 81.6 / 134.5  -> 41.0 / 32.1 / 56.8 / 125.3
+#   1 x 1048576    14.7 / 13.6 / 19.9 / 38.9   -> 10.5 / 10.5 / 16.9 / 38.4
+# It loses on tiles of fewer than _GROUP_SCAN_MIN_T steps (several short rows a program:
+# the groups' maps go to and from the layout Triton scans in through shared memory, which
+# the time-order scan's shuffles do not; 32768 x 32 GAE 5.8 -> 7.2, V-trace 7.3 -> 8.7)
+# and, mixed, on a row walked in chunks by one program (_GROUP_SCAN_LOOP; 512 x 4096 GAE
+# 13.8 -> 15.4, V-trace 18.3 -> 25.2, but TD(lambda) 13.0 -> 9.4), where those keep time order.
+_GROUP_SCAN = True
+_GROUP_SCAN_MIN_T = 64
+_GROUP_SCAN_LOOP = False
 # PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
 # forward scan of the composition taken the other way round gives it without reverse=True's
 # flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
@@ -545,6 +557,16 @@ def record(fn, tensors: tuple) -> tuple[tuple[Tensor, ...], Replay | None]:
     return outs, Replay.build(records, tensors, outs)
 
 
+def _group_scan(pl: Plan) -> bool:
+    """Whether a backward kernel whose chunks would be in time order takes the two-level
+    group scan instead (``_GROUP_SCAN``): batch-major tiles of at least
+    ``_GROUP_SCAN_MIN_T`` steps (and 4, a group), and a row in one chunk or split into
+    segments unless ``_GROUP_SCAN_LOOP``."""
+    if not _GROUP_SCAN or pl.time_major or pl.block_t < max(4, _GROUP_SCAN_MIN_T):
+        return False
+    return _GROUP_SCAN_LOOP or pl.segments > 1 or pl.seg_len <= pl.block_t
+
+
 def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype,
                  device) -> tuple[list[tuple], list[Tensor] | None]:
     """The kernel launches of one call, as ``(kernel, grid, args, kwargs)``, and the scratch
@@ -552,7 +574,7 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     the two passes of the time split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
-    if _GROUP_SCAN and meta.get("GROUP_TILES") is False and not pl.time_major and pl.block_t >= 4:
+    if _group_scan(pl) and meta.get("GROUP_TILES") is False:
         meta = {**meta, "GROUP_TILES": 2}  # the two-level group scan (see _GROUP_SCAN)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
                   ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, STAGES=pl.stages,

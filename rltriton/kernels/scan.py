@@ -18,15 +18,17 @@ Triton version; :func:`chunk_times`):
   inside each thread's group and a reshape, no data movement), so the scan is a forward
   ``tl.associative_scan``: 12 shuffles per thread for a [1, 512] tile of (alpha, beta) on 4
   warps, where ``reverse=True`` (lowered as flip, scan, flip) costs 92.
-* **time order** (Triton < 3.7): ``[BN, BT]`` in ascending time, scanned with
-  ``reverse=True``. Those versions lower the group form's reshape as a layout conversion
-  through shared memory (4-8 KB a program), which made the kernels MIO-bound and 1.4-6x
-  slower on an H200 with Triton 3.6 than the 92 shuffles.
-* **group form scanned in two levels** (``GROUP_TILES = 2``, ``launch._GROUP_SCAN``, off
-  until timed on a GPU): the group form as loaded, [BN, BT/4, 4], never reshaped: each
-  thread composes its groups' maps, a forward scan over the groups gives the state entering
-  each group, and the group's states follow in registers (:func:`group_scan`). 24 shuffles
-  per thread at [1, 512] on 4 warps with Triton 3.6 as with 3.8, for the lagged scans too.
+* **group form scanned in two levels** (``GROUP_TILES = 2``; Triton < 3.7, where
+  ``launch._group_scan`` says: tiles of 64 steps or more, one chunk a row or a split): the
+  group form as loaded, [BN, BT/4, 4], never reshaped: each thread composes its groups'
+  maps, a forward scan over the groups gives the state entering each group, and the
+  group's states follow in registers (:func:`group_scan`). 24 shuffles per thread at
+  [1, 512] on 4 warps with Triton 3.6 as with 3.8, for the lagged scans too; 1.1-1.5x
+  faster than time order on an H200 with Triton 3.6.
+* **time order** (Triton < 3.7, the other tiles): ``[BN, BT]`` in ascending time, scanned
+  with ``reverse=True``. Those versions lower the group form's reshape as a layout
+  conversion through shared memory (4-8 KB a program), which made the kernels MIO-bound
+  and 1.4-6x slower on an H200 with Triton 3.6 than the 92 shuffles.
 
 Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: 4
 rows per thread, the lanes mostly along rows, and each thread holding a run of its rows'
@@ -159,14 +161,18 @@ def group_scan(alpha, beta, carry):
     a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta)
     one = tl.full(fa.shape, 1.0, fa.dtype)
     zero = tl.zeros(fa.shape, fa.dtype)
-    p, q, x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
+    _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
     c = carry[:, None]
     e = y + q * c  # the state entering each group (after it in time)
     s3 = a3 + b3 * e
     s2 = a2 + b2 * s3
     s1 = a1 + b1 * s2
     s0 = a0 + b0 * s1
-    return group_tile(s0, s1, s2, s3), group_tile(s1, s2, s3, e), last_column(x + p * c)
+    # the carry out is the earliest step's state, taken from the states (the layout they are
+    # in) rather than as x + p c from the scan's own: with Triton 3.6 that mixed the two
+    # layouts in a chunk loop, and the carry's broadcast became a whole-tile conversion
+    # (70 shared-memory stores per thread at [1, 1024] on 8 warps; now 6)
+    return group_tile(s0, s1, s2, s3), group_tile(s1, s2, s3, e), last_column(s0)
 
 
 @triton.jit
