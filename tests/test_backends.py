@@ -37,7 +37,7 @@ def backend(request, monkeypatch):
     monkeypatch.setattr(launch, "_GROUP_TILES", mode not in ("triton-time-order", "triton-group-scan"))
     monkeypatch.setattr(launch, "_GROUP_SCAN", mode == "triton-group-scan")
     monkeypatch.setattr(launch, "_GROUP_SCAN_MIN_T", 4)  # the small tiles take it too
-    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", True)
+    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", frozenset(launch._FORMS))
     request.addfinalizer(launch.clear_caches)
     return "triton"
 
@@ -459,7 +459,7 @@ def test_group_scan(name, mode, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN", True)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN_MIN_T", 4)
-    monkeypatch.setattr(poisoned, "_GROUP_SCAN_LOOP", True)
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN_LOOP", frozenset(poisoned._FORMS))
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.seg_len // pl.block_t, pl.segments))
     poisoned.clear_caches()
     try:
@@ -476,22 +476,48 @@ def test_group_scan(name, mode, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
-def test_group_scan_reach():
+@pytest.mark.parametrize("form", ["gae", "td_lambda", "vtrace", "retrace", "retrace_actions"])
+def test_group_scan_reach(form):
     """By default (launch._group_scan) the two-level group scan takes batch-major tiles of
-    64 steps or more whose row is one chunk or split into segments; short tiles (several
-    rows a program), a row walked in chunks by one program and time-major tiles keep time
-    order, where the H200 timed them faster (launch._GROUP_SCAN)."""
-    from rltriton.kernels.launch import Plan, _group_scan, plan
+    64 steps or more whose row is one chunk or split into segments, and for TD(lambda) and
+    Retrace's action form a row walked in chunks by one program too; short tiles (several
+    rows a program), the other forms' chunk loops and time-major tiles keep time order,
+    where the H200 timed them faster (launch._GROUP_SCAN)."""
+    from rltriton.kernels.launch import _FORMS, Plan, _group_scan, plan
 
-    assert _group_scan(plan(4096, 128)) and _group_scan(plan(32768, 64))  # short rows, one chunk
-    assert _group_scan(plan(16384, 512)) and _group_scan(plan(4096, 2048))  # one chunk a row
-    assert _group_scan(plan(16, 262144)) and _group_scan(plan(1, 1 << 20))  # split
-    assert plan(16, 262144).segments > 1
-    assert not _group_scan(plan(32768, 32)) and not _group_scan(plan(32768, 8))
+    assert form in _FORMS
+    assert _group_scan(plan(4096, 128), form) and _group_scan(plan(32768, 64), form)  # short rows, one chunk
+    assert _group_scan(plan(16384, 512), form) and _group_scan(plan(4096, 2048), form)  # one chunk a row
+    assert plan(16, 262144).segments > 1 and plan(1, 1 << 20).segments > 1
+    assert _group_scan(plan(16, 262144), form) and _group_scan(plan(1, 1 << 20), form)  # split
+    assert not _group_scan(plan(32768, 32), form) and not _group_scan(plan(32768, 8), form)
     loop = plan(512, 4096)
-    assert loop.segments == 1 and loop.seg_len > loop.block_t and not _group_scan(loop)
-    assert not _group_scan(Plan(32, 16, 1, 1, 16, time_major=True))
-    assert not _group_scan(Plan(1, 128, 1, 1, 128, time_major=True))
+    assert loop.segments == 1 and loop.seg_len > loop.block_t
+    assert _group_scan(loop, form) == (form in ("td_lambda", "retrace_actions"))
+    assert not _group_scan(Plan(32, 16, 1, 1, 16, time_major=True), form)
+    assert not _group_scan(Plan(1, 128, 1, 1, 128, time_major=True), form)
+
+
+def test_group_scan_loop_forms(monkeypatch, poisoned):
+    """In a chunk loop the forms of launch._GROUP_SCAN_LOOP (TD(lambda), discounted returns
+    on its kernel, Retrace's action form) take the group scan and the others keep time
+    order, each still matching the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=False)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN_MIN_T", 4)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.seg_len // pl.block_t))
+    want = {"gae": False, "td_lambda": 2, "discounted_returns": 2, "vtrace": False, "retrace": False,
+            "retrace_av": 2}
+    poisoned.clear_caches()
+    try:
+        for name, group_tiles in want.items():
+            seen.clear()
+            check(make_case(name, (5, 63), bootstrap="last_value", flags="both", seed=85), "triton")
+            assert seen == [(group_tiles, 4)], (name, seen)
+    finally:
+        poisoned.clear_caches()
 
 
 def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):

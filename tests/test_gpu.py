@@ -137,7 +137,7 @@ def test_group_scan(shape, name, monkeypatch):
 
     monkeypatch.setattr(launch, "_GROUP_SCAN", True)
     monkeypatch.setattr(launch, "_GROUP_SCAN_MIN_T", 4)  # short tiles and the chunk loop too
-    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", True)
+    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", frozenset(launch._FORMS))
     monkeypatch.setattr(launch, "_GROUP_TILES", False)
     launch.clear_caches()
     used = plans_used(monkeypatch, launch, lambda pl, kw: kw["GROUP_TILES"])

@@ -177,12 +177,18 @@ _GROUP_TILES = _triton_version() >= (3, 7)
 #   1 x 1048576    14.7 / 13.6 / 19.9 / 38.9   -> 10.5 / 10.5 / 16.9 / 38.4
 # It loses on tiles of fewer than _GROUP_SCAN_MIN_T steps (several short rows a program:
 # the groups' maps go to and from the layout Triton scans in through shared memory, which
-# the time-order scan's shuffles do not; 32768 x 32 GAE 5.8 -> 7.2, V-trace 7.3 -> 8.7)
-# and, mixed, on a row walked in chunks by one program (_GROUP_SCAN_LOOP; 512 x 4096 GAE
-# 13.8 -> 15.4, V-trace 18.3 -> 25.2, but TD(lambda) 13.0 -> 9.4), where those keep time order.
+# the time-order scan's shuffles do not; 32768 x 32 GAE 5.8 -> 7.2, V-trace 7.3 -> 8.7),
+# where time order stays. On a row walked in chunks by one program it depends on the
+# estimator; only the forms in _GROUP_SCAN_LOOP take it there. 512 x 4096 / 1024 x 4096 /
+# 512 x 3000 / 256 x 8192, time order -> group scan: TD(lambda) 12.9 / 28.5 / 18.5 / 14.6
+# -> 9.4 / 24.7 / 17.8 / 11.5; Retrace's action form 46.1 / 87.8 / 61.4 / 67.9 -> 40.7 /
+# 77.2 / 35.8 / 68.2; but GAE 13.6 / 30.9 / 17.7 / 16.0 -> 15.1 / 35.8 / 18.0 / 14.4,
+# V-trace 18.4 / 41.5 -> 26.2 / 49.8, Retrace 19.2 / 37.5 -> 28.1 / 45.4.
 _GROUP_SCAN = True
 _GROUP_SCAN_MIN_T = 64
-_GROUP_SCAN_LOOP = False
+# the kernel forms (:func:`_form`) of the backward estimators
+_FORMS = ("gae", "td_lambda", "vtrace", "retrace", "retrace_actions")
+_GROUP_SCAN_LOOP = frozenset({"td_lambda", "retrace_actions"})
 # PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
 # forward scan of the composition taken the other way round gives it without reverse=True's
 # flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
@@ -557,14 +563,22 @@ def record(fn, tensors: tuple) -> tuple[tuple[Tensor, ...], Replay | None]:
     return outs, Replay.build(records, tensors, outs)
 
 
-def _group_scan(pl: Plan) -> bool:
-    """Whether a backward kernel whose chunks would be in time order takes the two-level
-    group scan instead (``_GROUP_SCAN``): batch-major tiles of at least
-    ``_GROUP_SCAN_MIN_T`` steps (and 4, a group), and a row in one chunk or split into
-    segments unless ``_GROUP_SCAN_LOOP``."""
+def _group_scan(pl: Plan, form: str) -> bool:
+    """Whether the kernel form ``form`` (one of ``_FORMS``), with chunks that would be in
+    time order, takes the two-level group scan instead (``_GROUP_SCAN``): batch-major tiles
+    of at least ``_GROUP_SCAN_MIN_T`` steps (and 4, a group), and a row in one chunk or
+    split into segments, or walked in chunks for the forms in ``_GROUP_SCAN_LOOP``."""
     if not _GROUP_SCAN or pl.time_major or pl.block_t < max(4, _GROUP_SCAN_MIN_T):
         return False
-    return _GROUP_SCAN_LOOP or pl.segments > 1 or pl.seg_len <= pl.block_t
+    return form in _GROUP_SCAN_LOOP or pl.segments > 1 or pl.seg_len <= pl.block_t
+
+
+def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
+    """``meta`` with ``GROUP_TILES = 2`` where :func:`_group_scan` says so (chunks in time
+    order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
+    if meta["GROUP_TILES"] is False and _group_scan(pl, form):
+        return {**meta, "GROUP_TILES": 2}
+    return meta
 
 
 def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype,
@@ -574,8 +588,6 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     the two passes of the time split, or the single look-back pass. ``args`` are the kernel's arguments up to ``T``
     (exclusive); ``lanes`` rows are tiled by the plan."""
     rows_grid = _cdiv(lanes, pl.block_n)
-    if _group_scan(pl) and meta.get("GROUP_TILES") is False:
-        meta = {**meta, "GROUP_TILES": 2}  # the two-level group scan (see _GROUP_SCAN)
     common = dict(BLOCK_N=pl.block_n, BLOCK_T=pl.block_t, num_warps=pl.num_warps,
                   ONE_CHUNK=pl.seg_len <= pl.block_t, TIME_MAJOR=pl.time_major, STAGES=pl.stages,
                   **meta)
@@ -731,6 +743,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide,  # unit row stride: [T, N] storage
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT))
+    meta = _with_group_scan(meta, pl, "retrace_actions" if "action_values" in raw else kind)
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)
