@@ -3,9 +3,9 @@
 # call vs a bare launch of the same kernel) and the side-by-side harness, each time-boxed so
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
-#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [pending]   # default: tests probe
-#   (pending, ~4 min: the GPU tests of launch._GROUP_SCAN, written but off until timed, then
-#   an A/B of it against the default)
+#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan]   # default: tests probe
+#   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
+#   default against chunks in time order throughout, i.e. _GROUP_SCAN off; Triton < 3.7)
 #   (tests ~6-7 min with a cold kernel cache, probe ~1.5, bench ~3.5, each sweep ~4: at most
 #   ~9 min per call)
 #
@@ -31,15 +31,16 @@ for stage in $stages; do
     sweep-tm) SWEEP_TIME_MAJOR=1 timeout 300 python3 benchmarks/sweep.py gae \
                32768x8,32768x64,4096x128,16384x512,4096x2048,512x4096,1024x512,16x262144 2>&1 | tee "$OUT/sweep_gae_tm.log" \
              | grep -v "^ *skip" ;;
-    pending)
-      # the two-level group scan (launch._GROUP_SCAN, off): its GPU tests, then an A/B against the default
+    gscan)
+      # the two-level group scan (launch._GROUP_SCAN): its GPU tests, then time order -> default
       timeout 150 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "group_scan" 2>&1 \
-        | tee "$OUT/pending_tests.log" | tail -3
-      rm -rf _ab/pending && mkdir -p _ab/pending/base.d _ab/pending/gscan.d
-      cp -r rltriton _ab/pending/base.d/ && cp -r rltriton _ab/pending/gscan.d/
-      sed -i 's/^_GROUP_SCAN = False/_GROUP_SCAN = True/' _ab/pending/gscan.d/rltriton/kernels/launch.py
-      timeout 200 python3 benchmarks/ab.py _ab/pending/base.d _ab/pending/gscan.d --est gae,td_lambda,vtrace,retrace,retrace_av \
-        --shapes 4096x128,32768x8,32768x64,16384x512,512x4096,4096x2048,16x262144 2>&1 | tee "$OUT/ab_gscan.txt" ;;
+        | tee "$OUT/gscan_tests.log" | tail -3
+      rm -rf _ab/gscan && mkdir -p _ab/gscan/time_order _ab/gscan/default
+      cp -r rltriton _ab/gscan/time_order/ && cp -r rltriton _ab/gscan/default/
+      sed -i 's/^_GROUP_SCAN = True/_GROUP_SCAN = False/' _ab/gscan/time_order/rltriton/kernels/launch.py
+      timeout 200 python3 benchmarks/ab.py _ab/gscan/time_order _ab/gscan/default --est gae,td_lambda,vtrace,retrace,retrace_av \
+        --shapes 4096x128,32768x8,32768x32,32768x64,16384x512,512x4096,4096x2048,16x262144,1x1048576 2>&1 \
+        | tee "$OUT/ab_gscan.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done
