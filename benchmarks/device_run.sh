@@ -3,9 +3,11 @@
 # call vs a bare launch of the same kernel) and the side-by-side harness, each time-boxed so
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
-#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan]   # default: tests probe
+#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan] [flat]   # default: tests probe
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
 #   default against chunks in time order throughout, i.e. _GROUP_SCAN off; Triton < 3.7)
+#   (flat, ~3 min: the GPU tests of launch._GROUP_SCAN_FLAT, written but off until timed, then
+#   an A/B of it against the default on short rows)
 #   (tests ~6-7 min with a cold kernel cache, probe ~1.5, bench ~3.5, each sweep ~4: at most
 #   ~9 min per call)
 #
@@ -41,6 +43,16 @@ for stage in $stages; do
       timeout 200 python3 benchmarks/ab.py _ab/gscan/time_order _ab/gscan/default --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 4096x128,32768x8,32768x32,32768x64,16384x512,512x4096,4096x2048,16x262144,1x1048576 2>&1 \
         | tee "$OUT/ab_gscan.txt" ;;
+    flat)
+      # short rows laid one after another (launch._GROUP_SCAN_FLAT, off): GPU tests, then default -> flat
+      timeout 200 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "flat" 2>&1 \
+        | tee "$OUT/flat_tests.log" | tail -3
+      rm -rf _ab/flat && mkdir -p _ab/flat/default _ab/flat/flat
+      cp -r rltriton _ab/flat/default/ && cp -r rltriton _ab/flat/flat/
+      sed -i 's/^_GROUP_SCAN_FLAT = False/_GROUP_SCAN_FLAT = True/' _ab/flat/flat/rltriton/kernels/launch.py
+      timeout 240 python3 benchmarks/ab.py _ab/flat/default _ab/flat/flat --est gae,td_lambda,vtrace,retrace,retrace_av \
+        --shapes 32768x8,4096x8,32768x16,8192x16,32768x32,32768x64,4096x128,16384x128,512x128 2>&1 \
+        | tee "$OUT/ab_flat.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

@@ -5,7 +5,7 @@ ptxas) and count, per thread, the instructions of the pipe the kernels are bound
     python benchmarks/ptx_counts.py --time-major    # every kernel on [T, N] storage
 
 shfl (warp shuffles), lds/sts (shared memory), ldg (global loads), v4 (vector global
-loads and stores) and cvt (layout conversions in the TTGIR), for each backward kernel under
+loads and stores), bar (barriers) and cvt (layout conversions in the TTGIR), for each backward kernel under
 several plans and phases, float64 and bf16 inputs, and the forward kernel. Used to find
 that ``tl.associative_scan(reverse=True)`` costs 92 shuffles per thread where a forward
 scan costs 12 (benchmarks/results/2026-11-29-h200-sessionlog.md); a static guide, not a
@@ -84,7 +84,7 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False):
             "lds": len(re.findall(r"\bld\.shared", ptx)),
             "sts": len(re.findall(r"\bst\.shared", ptx)), "ldg": len(re.findall(r"\bld\.global", ptx)),
             "v4": len(re.findall(r"\b(?:ld|st)\.global[.a-z0-9]*\.v4", ptx)), "cvt": ttgir.count("convert_layout"),
-            "reverse_scans": ttgir.count("reverse = true"),
+            "reverse_scans": ttgir.count("reverse = true"), "bar": len(re.findall(r"\bbar\.sync|\bbarrier\.sync", ptx)),
             "cp_async": len(re.findall(r"\bcp\.async\.c[ag]\b", ptx))}
 
 
@@ -135,6 +135,14 @@ def static_checks() -> dict[str, dict]:
             consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 1024, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False,
                       "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
             out[f"{name}_{'group_scan' if gt else 'time_order'}_loop"] = build(kern, consts, 8)
+    # short rows, several a program ([4, 64] on 2 warps: 32768 x 64): the group scan on the
+    # [BN, BT/4, 4] tile (GROUP_TILES = 2) and with the rows laid one after another
+    # (GROUP_TILES = 3, launch._GROUP_SCAN_FLAT)
+    for name, (kern, extra) in KERNELS.items():
+        for gt in (2, 3):
+            consts = {**BASE, **extra, "BLOCK_N": 4, "BLOCK_T": 64, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                      "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
+            out[f"{name}_{'flat' if gt == 3 else 'group_scan'}_4x64"] = build(kern, consts, 2)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

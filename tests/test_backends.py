@@ -498,6 +498,57 @@ def test_group_scan_reach(form):
     assert not _group_scan(Plan(1, 128, 1, 1, 128, time_major=True), form)
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+def test_group_scan_flat(name, monkeypatch, poisoned):
+    """launch._GROUP_SCAN_FLAT: short rows, several a program, laid one after another along
+    the group axis (``GROUP_TILES = 3``): each row's end ignores the row scanned before it,
+    for every bootstrap form, with truncations and terminations, both Retrace kernel forms,
+    rows that fill their tile and rows padded inside it (T = 9, 13 in 16-step tiles), a last
+    tile of fewer rows, against the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=False)
+    monkeypatch.setattr(poisoned, "_TILE", 128)  # 8 rows of 16 steps: a group for each of 32 threads
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN_FLAT", True)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_n))
+    poisoned.clear_caches()
+    try:
+        for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
+            if lagged is not None:
+                monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", lagged)
+                poisoned.clear_caches()
+            for shape in ((37, 9), (20, 16), (33, 13)):
+                for bootstrap in BOOTSTRAP_FORMS:
+                    if name == "retrace_av" and bootstrap == "next_values":
+                        continue
+                    check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
+        assert seen and all(g == 3 and bn > 1 for g, bn in seen), seen
+    finally:
+        poisoned.clear_caches()
+
+
+def test_group_scan_flat_reach(monkeypatch):
+    """The flat rows (launch._flat_rows) take only one-pass tiles of several whole rows, of
+    at least a group of steps and a group for each thread, batch-major; with
+    ``_GROUP_SCAN_FLAT`` off (the default until timed) none."""
+    from rltriton.kernels import launch
+    from rltriton.kernels.launch import Plan, _flat_rows, plan
+
+    assert not _flat_rows(plan(32768, 8))  # off by default
+    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT", True)
+    for shape in ((32768, 8), (32768, 64), (4096, 128), (16384, 16)):
+        pl = plan(*shape)
+        assert pl.block_n > 1 and _flat_rows(pl), (shape, pl)
+    assert not _flat_rows(plan(16384, 512)) and not _flat_rows(plan(16, 262144))  # one row a program
+    assert not _flat_rows(Plan(32, 16, 1, 1, 16, time_major=True))
+    assert not _flat_rows(Plan(8, 2, 1, 1, 2))  # fewer steps than a group
+    assert not _flat_rows(Plan(4, 16, 1, 1, 16))  # 16 groups for 32 threads
+    assert not _flat_rows(Plan(8, 16, 1, 1, 32))  # two chunks a row
+    monkeypatch.setattr(launch, "_GROUP_SCAN", False)
+    assert not _flat_rows(plan(32768, 64))
+
+
 def test_group_scan_loop_forms(monkeypatch, poisoned):
     """In a chunk loop the forms of launch._GROUP_SCAN_LOOP (TD(lambda), discounted returns
     on its kernel, Retrace's action form) take the group scan and the others keep time

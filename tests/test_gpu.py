@@ -151,6 +151,29 @@ def test_group_scan(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("shape", [(32768, 8), (4096, 100), (32768, 64), (1000, 33), (300, 7), (37, 128)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_group_scan_flat(shape, name, monkeypatch):
+    """launch._GROUP_SCAN_FLAT forced on with Triton < 3.7's chunks: short rows laid one after
+    another along the group axis (``GROUP_TILES = 3``), rows filling their tile and padded
+    inside it, a last tile of fewer rows, repeated so that a replay runs too."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT", True)
+    monkeypatch.setattr(launch, "_GROUP_TILES", False)
+    launch.clear_caches()
+    used = plans_used(monkeypatch, launch, lambda pl, kw: kw["GROUP_TILES"])
+    try:
+        case = on_gpu(make_case(name, shape, seed=11))
+        ref = as_f64(case)(backend="torch")
+        for _ in range(2):
+            _compare(case, ref, f"{name} {shape} flat group scan")
+        assert used == [3], used
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))

@@ -93,6 +93,18 @@ def test_group_scan_loop(counts, name):
     assert st["sts"] <= order["sts"] + 2, (st, order)
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
+def test_group_scan_flat(counts, name):
+    """Short rows laid one after another along the group axis (``GROUP_TILES = 3``,
+    launch._GROUP_SCAN_FLAT), [4, 64] on 2 warps: one barrier (the scan's own across the two
+    warps) where the [4, 16, 4] group scan takes 5 (its groups' maps converted to and from
+    the layout Triton scans in through shared memory, Triton 3.6), no reverse scan, vector
+    accesses, registers within one allocation granule of it."""
+    st, grp = counts[f"{name}_flat_4x64"], counts[f"{name}_group_scan_4x64"]
+    assert st["bar"] <= 1 and st["reverse_scans"] == 0 and st["shfl"] <= 24, (st, grp)
+    assert st["v4"] == grp["v4"] and st["regs"] <= grp["regs"] + 8, (st, grp)
+
+
 def test_vtrace_split_registers(counts):
     """V-trace's PHASE 2 on 8 warps fits in 128 registers, so two programs share an SM: at
     142 (a forward carry-in scan over descending segments) it ran 119 us against 84 at

@@ -189,6 +189,15 @@ _GROUP_SCAN_MIN_T = 64
 # the kernel forms (:func:`_form`) of the backward estimators
 _FORMS = ("gae", "td_lambda", "vtrace", "retrace", "retrace_actions")
 _GROUP_SCAN_LOOP = frozenset({"td_lambda", "retrace_actions"})
+# Tiles of several rows, each row one chunk (short rows), can lay their rows one after
+# another along the group axis (GROUP_TILES = 3, scan.chunk_tile): [1, BN * BT/4, 4]. With a
+# single row of groups the groups' maps are already in the layout Triton scans in, so the
+# two-level scan needs none of the 3 layout conversions through shared memory that it takes
+# on [BN > 1, ...] tiles with Triton 3.6 (benchmarks/ptx_counts.py: GAE [4, 64] on 2 warps
+# 3 shared stores and loads -> 0, 16 shuffles -> 14; [32, 8]: 3 -> 0). Those conversions are
+# why the group scan lost on tiles under 64 steps. Written when session 8's device time was
+# spent: off until timed on the GPU (`bash benchmarks/device_run.sh flat`).
+_GROUP_SCAN_FLAT = False
 # PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
 # forward scan of the composition taken the other way round gives it without reverse=True's
 # flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
@@ -573,9 +582,21 @@ def _group_scan(pl: Plan, form: str) -> bool:
     return form in _GROUP_SCAN_LOOP or pl.segments > 1 or pl.seg_len <= pl.block_t
 
 
+def _flat_rows(pl: Plan) -> bool:
+    """Whether a tile can lay its rows one after another along the group axis
+    (``GROUP_TILES = 3``, ``_GROUP_SCAN_FLAT``): batch-major, several rows a program, each
+    row one chunk of at least a group, in one pass, and a group for every thread (Triton's
+    scan needs an element per thread)."""
+    return (_GROUP_SCAN and _GROUP_SCAN_FLAT and not pl.time_major and pl.block_n > 1 and pl.segments == 1
+            and pl.seg_len <= pl.block_t and pl.block_t >= 4 and pl.block_n * pl.block_t // 4 >= 32 * pl.num_warps)
+
+
 def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
-    """``meta`` with ``GROUP_TILES = 2`` where :func:`_group_scan` says so (chunks in time
-    order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
+    """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so, else ``2`` where
+    :func:`_group_scan` does (chunks in time order otherwise, ``GROUP_TILES = False``:
+    Triton < 3.7)."""
+    if meta["GROUP_TILES"] is False and _flat_rows(pl):
+        return {**meta, "GROUP_TILES": 3}
     if meta["GROUP_TILES"] is False and _group_scan(pl, form):
         return {**meta, "GROUP_TILES": 2}
     return meta

@@ -25,6 +25,12 @@ Triton version; :func:`chunk_times`):
   group's states follow in registers (:func:`group_scan`). 24 shuffles per thread at
   [1, 512] on 4 warps with Triton 3.6 as with 3.8, for the lagged scans too; 1.1-1.5x
   faster than time order on an H200 with Triton 3.6.
+* **flat rows** (``GROUP_TILES = 3``; ``launch._GROUP_SCAN_FLAT``, off until timed): the
+  group form of a tile of several short rows with the rows laid one after another along the
+  group axis, ``[1, BN * BT/4, 4]``, scanned as one sequence in two levels; each row's last
+  step ignores the row scanned before it (:func:`chunk_tile`). A single row of groups is
+  already in the layout Triton scans in: one barrier a program where the ``[BN, ...]``
+  group scan takes 5 with Triton 3.6.
 * **time order** (Triton < 3.7, the other tiles): ``[BN, BT]`` in ascending time, scanned
   with ``reverse=True``. Those versions lower the group form's reshape as a layout
   conversion through shared memory (4-8 KB a program), which made the kernels MIO-bound
@@ -219,8 +225,28 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
                GROUP_TILES: tl.constexpr):
     """The i-th chunk of a backward kernel: ``(rows, row mask, times (:func:`chunk_times`),
     mask of in-range elements)``, rows and row mask shaped to broadcast with the times
-    ([BN, 1, 1] for the group form, else [BN, 1])."""
-    ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES)
+    ([BN, 1, 1] for the group form, else [BN, 1]).
+
+    ``GROUP_TILES = 3`` (launch._GROUP_SCAN_FLAT; PHASE 0, rows of one chunk, several a
+    program): the group form with the program's rows laid one after another along the group
+    axis, [1, BN * BT/4, 4], rows per group from :func:`program_tile`. Its scan is the
+    two-level group scan of a single sequence; a row's end (t = T - 1) must then ignore the
+    state after it, which in the [BN, ...] forms is the zero carry: the kernels whose beta
+    is not already 0 there (GAE, V-trace) set it so. The point is the layout: with one row
+    of groups, the groups' maps are in the layout Triton scans in, so the 3 conversions
+    through shared memory of ``GROUP_TILES = 2`` on [BN > 1, ...] tiles go away."""
+    if GROUP_TILES == 3:
+        # the program's rows one after another along the group axis ([1, BN * BT/4, 4]):
+        # row r's groups are r * BT/4 ... (r + 1) * BT/4 - 1, each row's in descending time
+        NGR: tl.constexpr = BLOCK_T // 4
+        NGT: tl.constexpr = rows.shape[1]
+        c = n_chunks - 1 - i
+        t_lo = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T
+        grp = (tl.arange(0, NGT) % NGR).to(tl.int64)[None, :, None]
+        k = tl.arange(0, 4).to(tl.int64)[None, None, :]
+        ts = t_lo + (BLOCK_T - 4) - 4 * grp + k
+    else:
+        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES)
     if len(ts.shape) == 3:
         rows_t = rows[:, :, None]
         row_mask_t = row_mask[:, :, None]
@@ -236,7 +262,7 @@ def scan_order(x, GROUP_TILES: tl.constexpr = 1):
     flipped inside each group and reshaped; the two-dimensional forms as they are. With
     ``GROUP_TILES = 2`` (groups scanned in two levels, :func:`group_scan`) the group form
     stays as it is: the scan functions take [BN, BT/4, 4] tiles."""
-    if len(x.shape) == 2 or GROUP_TILES == 2:
+    if len(x.shape) == 2 or GROUP_TILES == 2 or GROUP_TILES == 3:
         return x
     else:
         BN: tl.constexpr = x.shape[0]
@@ -294,7 +320,7 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP_T
     reshape, split or join, which Triton 3.6 lowers as layout conversions."""
     if len(ts.shape) == 2:
         return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
-    elif ts.shape[2] == 4 and GROUP_TILES == 2:
+    elif ts.shape[2] == 4 and (GROUP_TILES == 2 or GROUP_TILES == 3):
         # the step after each group's last is the first of the group 4 steps later: read as
         # that group's step 0 (the tile's own layout: a load of its own at the groups'
         # last steps made Triton 3.6 convert its layout twice)
@@ -532,8 +558,11 @@ def segment_chunk(seg, SEG, i, BLOCK_T: tl.constexpr):
 
 @triton.jit
 def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr,
-                 REVERSE: tl.constexpr, TIME_MAJOR: tl.constexpr):
+                 REVERSE: tl.constexpr, TIME_MAJOR: tl.constexpr, FLAT: tl.constexpr = False):
     """(rows [BN, 1] int64, segment, number of segments, chunks in the segment) of this program.
+
+    FLAT (``GROUP_TILES = 3``, see :func:`chunk_tile`): the rows of each group of 4 steps,
+    [1, BN * BT / 4], the program's rows one after another.
 
     TIME_MAJOR: the rows are told to be contiguous in runs of 4 only. Triton picks each
     access's layout from that contiguity: 4 rows per thread (one 16-byte access of float32,
@@ -554,10 +583,14 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
     else:
         rb = tl.program_id(0)
         seg = tl.program_id(1)
-    ar = tl.arange(0, BLOCK_N)
-    if TIME_MAJOR:
-        ar = tl.max_contiguous(ar, 4)
-    rows = tl.cast(rb, tl.int64) * BLOCK_N + ar.to(tl.int64)[:, None]
+    if FLAT:
+        NGR: tl.constexpr = BLOCK_T // 4
+        rows = tl.cast(rb, tl.int64) * BLOCK_N + (tl.arange(0, BLOCK_N * NGR) // NGR).to(tl.int64)[None, :]
+    else:
+        ar = tl.arange(0, BLOCK_N)
+        if TIME_MAJOR:
+            ar = tl.max_contiguous(ar, 4)
+        rows = tl.cast(rb, tl.int64) * BLOCK_N + ar.to(tl.int64)[:, None]
     seg_len = tl.minimum(SEG, T - tl.cast(seg, tl.int64) * SEG)
     return rows, seg, n_segs, tl.cdiv(seg_len, BLOCK_T)
 
@@ -565,15 +598,17 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 @triton.jit
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
                   PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                  TIME_MAJOR: tl.constexpr):
+                  TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
     mask, the summary strides (:func:`summary_strides`), and the carry entering the segment
     (0, or from the summaries in PHASE 2; with ONE_CHUNK, :func:`scan_step` reads the
-    summaries instead, after the tile's loads)."""
-    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR)
+    summaries instead, after the tile's loads). With ``GROUP_TILES = 3`` (PHASE 0, one
+    chunk) the rows are per group (:func:`chunk_tile`) and the carry is a single 0."""
+    FLAT: tl.constexpr = GROUP_TILES == 3
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT)
     row_mask = rows < R
     s_sr, s_ss = summary_strides(R, n_segs, TIME_MAJOR)
-    carry = tl.zeros([BLOCK_N], DT)
+    carry = tl.zeros([rows.shape[0]], DT)
     if PHASE == 2:
         if not ONE_CHUNK:
             carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, True,
