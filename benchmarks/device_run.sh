@@ -4,12 +4,14 @@
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
 #   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan] [flat]   # default: tests probe
+#   ... [bench-rest] [massive]
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
 #   default against chunks in time order throughout, i.e. _GROUP_SCAN off; Triton < 3.7)
 #   (flat, ~3 min: the GPU tests of launch._GROUP_SCAN_FLAT, written but off until timed, then
 #   an A/B of it against the default on short rows)
 #   (tests ~6-7 min with a cold kernel cache, probe ~1.5, bench ~3.5, each sweep ~4: at most
-#   ~9 min per call)
+#   ~9 min per call; bench-rest: the estimators bench's 3 minutes leave out, ~3.5; massive:
+#   the massively parallel grid for four estimators against rl-triton, ~4)
 #
 # Carry `.whl` and `.peers` with the call (git-ignored; benchmarks/README.md says how to make
 # them) so TorchRL and rl-triton are benchmarked too.
@@ -29,6 +31,10 @@ for stage in $stages; do
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
     bench) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
              | tail -40 ;;
+    bench-rest) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --no-plots --tag rest \
+             --estimators retrace_av,traces,prefix_sum --out "$OUT" 2>&1 | tail -30 ;;
+    massive) timeout 230 python3 benchmarks/run.py --grid massive --max-minutes 3.3 --no-plots --tag massive \
+             --estimators gae,td_lambda,vtrace,retrace --peers rl-triton --out "$OUT" 2>&1 | tail -30 ;;
     sweep) timeout 240 python3 benchmarks/sweep.py gae 2>&1 | tee "$OUT/sweep_gae.log" | grep -v "^ *skip" ;;
     sweep-tm) SWEEP_TIME_MAJOR=1 timeout 300 python3 benchmarks/sweep.py gae \
                32768x8,32768x64,4096x128,16384x512,4096x2048,512x4096,1024x512,16x262144 2>&1 | tee "$OUT/sweep_gae_tm.log" \
