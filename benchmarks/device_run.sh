@@ -4,7 +4,8 @@
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
 #   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan] [flat]   # default: tests probe
-#   ... [bench-rest] [massive]
+#   ... [bench-rest] [massive] [loopreg]
+#   (loopreg, ~3 min: chunk loops with the group scan and register caps, launch._LOOP_MAXNREG)
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
 #   default against chunks in time order throughout, i.e. _GROUP_SCAN off; Triton < 3.7)
 #   (flat, ~3 min: the GPU tests of launch._GROUP_SCAN_FLAT, written but off until timed, then
@@ -59,6 +60,21 @@ for stage in $stages; do
       timeout 240 python3 benchmarks/ab.py _ab/flat/default _ab/flat/flat --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 32768x8,4096x8,32768x16,8192x16,32768x32,32768x64,4096x128,16384x128,512x128 2>&1 \
         | tee "$OUT/ab_flat.txt" ;;
+    loopreg)
+      # chunk loops: the group scan for every form with register caps (launch._LOOP_MAXNREG, empty),
+      # and time order with the caps, against the default
+      timeout 120 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "loop_registers" 2>&1 \
+        | tee "$OUT/loopreg_tests.log" | tail -3
+      rm -rf _ab/loopreg && mkdir -p _ab/loopreg/default _ab/loopreg/gs_cap _ab/loopreg/cap
+      for v in default gs_cap cap; do cp -r rltriton _ab/loopreg/$v/; done
+      caps='_LOOP_MAXNREG: dict[str, int] = {"gae": 64, "retrace": 64, "vtrace": 128}'
+      sed -i "s/^_LOOP_MAXNREG: dict\[str, int\] = {}/$caps/" _ab/loopreg/gs_cap/rltriton/kernels/launch.py \
+        _ab/loopreg/cap/rltriton/kernels/launch.py
+      sed -i 's/^_GROUP_SCAN_LOOP = .*/_GROUP_SCAN_LOOP = frozenset(_FORMS)/' _ab/loopreg/gs_cap/rltriton/kernels/launch.py
+      grep -h "^_LOOP_MAXNREG\|^_GROUP_SCAN_LOOP" _ab/loopreg/*/rltriton/kernels/launch.py
+      timeout 240 python3 benchmarks/ab.py _ab/loopreg/default _ab/loopreg/gs_cap _ab/loopreg/cap \
+        --est gae,td_lambda,vtrace,retrace,retrace_av --shapes 512x4096,1024x4096,512x3000,2048x4096,256x8192 2>&1 \
+        | tee "$OUT/ab_loopreg.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

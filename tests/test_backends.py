@@ -549,6 +549,27 @@ def test_group_scan_flat_reach(monkeypatch):
     assert not _flat_rows(plan(32768, 64))
 
 
+def test_loop_registers(monkeypatch, poisoned):
+    """launch._LOOP_MAXNREG caps the registers (Triton's ``maxnreg``) of the chunk loops of
+    the forms it names, and of nothing else: not a form it does not name, not a row in one
+    chunk; results still match the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=False)
+    monkeypatch.setattr(poisoned, "_LOOP_MAXNREG", {"gae": 64, "retrace_actions": 128})
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("maxnreg"), pl.seg_len // pl.block_t))
+    want = {"gae": 64, "td_lambda": None, "vtrace": None, "retrace": None, "retrace_av": 128}
+    poisoned.clear_caches()
+    try:
+        for name, cap in want.items():
+            for shape, chunks, c in (((5, 63), 4, cap), ((5, 9), 1, None)):
+                seen.clear()
+                check(make_case(name, shape, bootstrap="last_value", flags="both", seed=86), "triton")
+                assert seen == [(c, chunks)], (name, shape, seen)
+    finally:
+        poisoned.clear_caches()
+
+
 def test_group_scan_loop_forms(monkeypatch, poisoned):
     """In a chunk loop the forms of launch._GROUP_SCAN_LOOP (TD(lambda), discounted returns
     on its kernel, Retrace's action form) take the group scan and the others keep time

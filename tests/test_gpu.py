@@ -174,6 +174,27 @@ def test_group_scan_flat(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("shape", [(512, 4096), (37, 3000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_loop_registers(shape, name, monkeypatch):
+    """launch._LOOP_MAXNREG forced on (the group scan in every form's chunk loop, registers
+    capped where ptxas spills a little): still right, replay included."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", frozenset(launch._FORMS))
+    monkeypatch.setattr(launch, "_LOOP_MAXNREG", {"gae": 64, "vtrace": 128, "retrace": 64, "retrace_actions": 64})
+    launch.clear_caches()
+    used = plans_used(monkeypatch, launch, lambda pl, kw: kw.get("maxnreg"))
+    try:
+        case = on_gpu(make_case(name, shape, seed=12))
+        ref = as_f64(case)(backend="torch")
+        for _ in range(2):
+            _compare(case, ref, f"{name} {shape} capped registers")
+        assert used and all(u is not None for u in used), used
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))

@@ -198,6 +198,14 @@ _GROUP_SCAN_LOOP = frozenset({"td_lambda", "retrace_actions"})
 # why the group scan lost on tiles under 64 steps. Written when session 8's device time was
 # spent: off until timed on the GPU (`bash benchmarks/device_run.sh flat`).
 _GROUP_SCAN_FLAT = False
+# A chunk loop's programs stay resident together only as far as registers allow: at
+# 512 x 4096 (512 programs, 132 SMs) 4 programs an SM run in one wave, 3 need two. TD(lambda)'s
+# group-scan loop (63 registers on 8 warps) gained 27% there and GAE's (72: 3 programs an SM)
+# lost 11%. A register cap per kernel form for chunk loops (Triton's ``maxnreg``; ptxas,
+# Triton 3.6: GAE's group-scan loop at 64 spills 4 bytes, V-trace's on 4 warps at 128 none).
+# Written when session 8's device time was spent: empty until timed
+# (`bash benchmarks/device_run.sh loopreg`).
+_LOOP_MAXNREG: dict[str, int] = {}
 # PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
 # forward scan of the composition taken the other way round gives it without reverse=True's
 # flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
@@ -591,6 +599,15 @@ def _flat_rows(pl: Plan) -> bool:
             and pl.seg_len <= pl.block_t and pl.block_t >= 4 and pl.block_n * pl.block_t // 4 >= 32 * pl.num_warps)
 
 
+def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
+    """``meta`` with the register cap of ``_LOOP_MAXNREG`` for ``form`` when ``pl`` walks each
+    row in chunks in one pass (batch-major)."""
+    cap = _LOOP_MAXNREG.get(form)
+    if cap and not pl.time_major and pl.segments == 1 and pl.seg_len > pl.block_t:
+        return {**meta, "maxnreg": cap}
+    return meta
+
+
 def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
     """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so, else ``2`` where
     :func:`_group_scan` does (chunks in time order otherwise, ``GROUP_TILES = False``:
@@ -764,7 +781,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide,  # unit row stride: [T, N] storage
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT))
-    meta = _with_group_scan(meta, pl, "retrace_actions" if "action_values" in raw else kind)
+    kform = "retrace_actions" if "action_values" in raw else kind  # the kernel form (_FORMS)
+    meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)
