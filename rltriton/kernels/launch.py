@@ -186,17 +186,20 @@ _GROUP_TILES = _triton_version() >= (3, 7)
 # V-trace 18.4 / 41.5 -> 26.2 / 49.8, Retrace 19.2 / 37.5 -> 28.1 / 45.4.
 _GROUP_SCAN = True
 _GROUP_SCAN_MIN_T = 64
-# the kernel forms (:func:`_form`) of the backward estimators
+# the kernel forms of the backward estimators (run_backward's ``kform``)
 _FORMS = ("gae", "td_lambda", "vtrace", "retrace", "retrace_actions")
 _GROUP_SCAN_LOOP = frozenset({"td_lambda", "retrace_actions"})
 # Tiles of several rows, each row one chunk (short rows), can lay their rows one after
 # another along the group axis (GROUP_TILES = 3, scan.chunk_tile): [1, BN * BT/4, 4]. With a
 # single row of groups the groups' maps are already in the layout Triton scans in, so the
-# two-level scan needs none of the 3 layout conversions through shared memory that it takes
-# on [BN > 1, ...] tiles with Triton 3.6 (benchmarks/ptx_counts.py: GAE [4, 64] on 2 warps
-# 3 shared stores and loads -> 0, 16 shuffles -> 14; [32, 8]: 3 -> 0). Those conversions are
-# why the group scan lost on tiles under 64 steps. Written when session 8's device time was
-# spent: off until timed on the GPU (`bash benchmarks/device_run.sh flat`).
+# two-level scan needs none of the layout conversions through shared memory that it takes
+# on [BN > 1, ...] tiles with Triton 3.6 (the rows vary fastest across threads there, the
+# groups in the scan's layout). PTX per thread (benchmarks/ptx_counts.py, Triton 3.6), GAE
+# [4, 64] on 2 warps: barriers 5 -> 1 (the scan's own across the two warps), shuffles
+# 16 -> 24, shared stores / loads 3 / 3 -> 4 / 2; [32, 8] likewise; time order: 0 barriers,
+# 90 shuffles. The conversions are the likely reason the group scan lost on tiles under 64
+# steps. Written when session 8's device time was spent: off until timed on the GPU
+# (`bash benchmarks/device_run.sh flat`).
 _GROUP_SCAN_FLAT = False
 # A chunk loop's programs stay resident together only as far as registers allow: at
 # 512 x 4096 (512 programs, 132 SMs) 4 programs an SM run in one wave, 3 need two. TD(lambda)'s
