@@ -54,10 +54,14 @@ for stage in $stages; do
       # short rows laid one after another (launch._GROUP_SCAN_FLAT, off): GPU tests, then default -> flat
       timeout 200 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "flat" 2>&1 \
         | tee "$OUT/flat_tests.log" | tail -3
-      rm -rf _ab/flat && mkdir -p _ab/flat/default _ab/flat/flat
-      cp -r rltriton _ab/flat/default/ && cp -r rltriton _ab/flat/flat/
-      sed -i 's/^_GROUP_SCAN_FLAT = False/_GROUP_SCAN_FLAT = True/' _ab/flat/flat/rltriton/kernels/launch.py
-      timeout 240 python3 benchmarks/ab.py _ab/flat/default _ab/flat/flat --est gae,td_lambda,vtrace,retrace,retrace_av \
+      # (flat_1w: also half the short-row tile, one warp a program: no barrier at all, 20 shuffles)
+      rm -rf _ab/flat && mkdir -p _ab/flat/default _ab/flat/flat _ab/flat/flat_1w
+      for v in default flat flat_1w; do cp -r rltriton _ab/flat/$v/; done
+      sed -i 's/^_GROUP_SCAN_FLAT = False/_GROUP_SCAN_FLAT = True/' _ab/flat/flat/rltriton/kernels/launch.py \
+        _ab/flat/flat_1w/rltriton/kernels/launch.py
+      sed -i 's/^_SHORT_TILE = 256/_SHORT_TILE = 128/' _ab/flat/flat_1w/rltriton/kernels/launch.py
+      timeout 240 python3 benchmarks/ab.py _ab/flat/default _ab/flat/flat _ab/flat/flat_1w \
+        --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 32768x8,4096x8,32768x16,8192x16,32768x32,32768x64,4096x128,16384x128,512x128 2>&1 \
         | tee "$OUT/ab_flat.txt" ;;
     loopreg)
