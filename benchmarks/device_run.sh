@@ -24,6 +24,20 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site:$PWD
 fi
+# gpu_tests SECONDS PATTERN LOG: the GPU tests whose names match PATTERN, time-boxed
+gpu_tests() {
+  timeout "$1" python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "$2" 2>&1 \
+    | tee "$OUT/$3" | tail -3
+}
+# versions NAME V...: fresh copies of rltriton/ in _ab/NAME/V for benchmarks/ab.py (each then
+# changed by a sed of one setting)
+versions() {
+  local dir=_ab/$1
+  shift
+  rm -rf "$dir"
+  for v in "$@"; do mkdir -p "$dir/$v" && cp -r rltriton "$dir/$v/"; done
+}
+L=rltriton/kernels/launch.py
 stages=${*:-tests probe}
 for stage in $stages; do
   case $stage in
@@ -42,24 +56,19 @@ for stage in $stages; do
              | grep -v "^ *skip" ;;
     gscan)
       # the two-level group scan (launch._GROUP_SCAN): its GPU tests, then time order -> default
-      timeout 150 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "group_scan" 2>&1 \
-        | tee "$OUT/gscan_tests.log" | tail -3
-      rm -rf _ab/gscan && mkdir -p _ab/gscan/time_order _ab/gscan/default
-      cp -r rltriton _ab/gscan/time_order/ && cp -r rltriton _ab/gscan/default/
-      sed -i 's/^_GROUP_SCAN = True/_GROUP_SCAN = False/' _ab/gscan/time_order/rltriton/kernels/launch.py
+      gpu_tests 150 group_scan gscan_tests.log
+      versions gscan time_order default
+      sed -i 's/^_GROUP_SCAN = True/_GROUP_SCAN = False/' _ab/gscan/time_order/$L
       timeout 200 python3 benchmarks/ab.py _ab/gscan/time_order _ab/gscan/default --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 4096x128,32768x8,32768x32,32768x64,16384x512,512x4096,4096x2048,16x262144,1x1048576 2>&1 \
         | tee "$OUT/ab_gscan.txt" ;;
     flat)
       # short rows laid one after another (launch._GROUP_SCAN_FLAT, off): GPU tests, then default -> flat
-      timeout 200 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "flat" 2>&1 \
-        | tee "$OUT/flat_tests.log" | tail -3
       # (flat_1w: also half the short-row tile, one warp a program: no barrier at all, 20 shuffles)
-      rm -rf _ab/flat && mkdir -p _ab/flat/default _ab/flat/flat _ab/flat/flat_1w
-      for v in default flat flat_1w; do cp -r rltriton _ab/flat/$v/; done
-      sed -i 's/^_GROUP_SCAN_FLAT = False/_GROUP_SCAN_FLAT = True/' _ab/flat/flat/rltriton/kernels/launch.py \
-        _ab/flat/flat_1w/rltriton/kernels/launch.py
-      sed -i 's/^_SHORT_TILE = 256/_SHORT_TILE = 128/' _ab/flat/flat_1w/rltriton/kernels/launch.py
+      gpu_tests 200 flat flat_tests.log
+      versions flat default flat flat_1w
+      sed -i 's/^_GROUP_SCAN_FLAT = False/_GROUP_SCAN_FLAT = True/' _ab/flat/flat/$L _ab/flat/flat_1w/$L
+      sed -i 's/^_SHORT_TILE = 256/_SHORT_TILE = 128/' _ab/flat/flat_1w/$L
       timeout 240 python3 benchmarks/ab.py _ab/flat/default _ab/flat/flat _ab/flat/flat_1w \
         --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 32768x8,4096x8,32768x16,8192x16,32768x32,32768x64,4096x128,16384x128,512x128 2>&1 \
@@ -67,15 +76,12 @@ for stage in $stages; do
     loopreg)
       # chunk loops: the group scan for every form with register caps (launch._LOOP_MAXNREG, empty),
       # and time order with the caps, against the default
-      timeout 120 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "loop_registers" 2>&1 \
-        | tee "$OUT/loopreg_tests.log" | tail -3
-      rm -rf _ab/loopreg && mkdir -p _ab/loopreg/default _ab/loopreg/gs_cap _ab/loopreg/cap
-      for v in default gs_cap cap; do cp -r rltriton _ab/loopreg/$v/; done
+      gpu_tests 120 loop_registers loopreg_tests.log
+      versions loopreg default gs_cap cap
       caps='_LOOP_MAXNREG: dict[str, int] = {"gae": 64, "retrace": 64, "vtrace": 128}'
-      sed -i "s/^_LOOP_MAXNREG: dict\[str, int\] = {}/$caps/" _ab/loopreg/gs_cap/rltriton/kernels/launch.py \
-        _ab/loopreg/cap/rltriton/kernels/launch.py
-      sed -i 's/^_GROUP_SCAN_LOOP = .*/_GROUP_SCAN_LOOP = frozenset(_FORMS)/' _ab/loopreg/gs_cap/rltriton/kernels/launch.py
-      grep -h "^_LOOP_MAXNREG\|^_GROUP_SCAN_LOOP" _ab/loopreg/*/rltriton/kernels/launch.py
+      sed -i "s/^_LOOP_MAXNREG: dict\[str, int\] = {}/$caps/" _ab/loopreg/gs_cap/$L _ab/loopreg/cap/$L
+      sed -i 's/^_GROUP_SCAN_LOOP = .*/_GROUP_SCAN_LOOP = frozenset(_FORMS)/' _ab/loopreg/gs_cap/$L
+      grep -h "^_LOOP_MAXNREG\|^_GROUP_SCAN_LOOP" _ab/loopreg/*/$L
       timeout 240 python3 benchmarks/ab.py _ab/loopreg/default _ab/loopreg/gs_cap _ab/loopreg/cap \
         --est gae,td_lambda,vtrace,retrace,retrace_av --shapes 512x4096,1024x4096,512x3000,2048x4096,256x8192 2>&1 \
         | tee "$OUT/ab_loopreg.txt" ;;

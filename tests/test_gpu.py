@@ -126,6 +126,26 @@ def test_segment_map_forward_long_rows(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+def _forced(monkeypatch, settings: dict, name: str, shape: tuple[int, int], seed: int, what: str, record) -> list:
+    """Run ``name`` at ``shape`` on the GPU with ``launch`` settings forced, twice so that a
+    replay runs too, against the float64 torch backend; returns ``record(plan, kwargs)`` of
+    each launch made."""
+    from rltriton.kernels import launch
+
+    for key, value in settings.items():
+        monkeypatch.setattr(launch, key, value)
+    launch.clear_caches()
+    used = plans_used(monkeypatch, launch, record)
+    try:
+        case = on_gpu(make_case(name, shape, seed=seed))
+        ref = as_f64(case)(backend="torch")
+        for _ in range(2):
+            _compare(case, ref, f"{name} {shape} {what}")
+        return used
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
 @pytest.mark.parametrize("shape", [(37, 1000), (4096, 100), (512, 4096), (32768, 64), (16, 262144), (300, 7)],
                          ids=lambda s: f"{s[0]}x{s[1]}")
@@ -135,20 +155,10 @@ def test_group_scan(shape, name, monkeypatch):
     rows of several per program, repeated so that a replay runs too."""
     from rltriton.kernels import launch
 
-    monkeypatch.setattr(launch, "_GROUP_SCAN", True)
-    monkeypatch.setattr(launch, "_GROUP_SCAN_MIN_T", 4)  # short tiles and the chunk loop too
-    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", frozenset(launch._FORMS))
-    monkeypatch.setattr(launch, "_GROUP_TILES", False)
-    launch.clear_caches()
-    used = plans_used(monkeypatch, launch, lambda pl, kw: kw["GROUP_TILES"])
-    try:
-        case = on_gpu(make_case(name, shape, seed=10))
-        ref = as_f64(case)(backend="torch")
-        for _ in range(2):
-            _compare(case, ref, f"{name} {shape} group scan")
-        assert used == [2], used
-    finally:
-        launch.clear_caches()
+    settings = {"_GROUP_SCAN": True, "_GROUP_SCAN_MIN_T": 4,  # short tiles and the chunk loop too
+                "_GROUP_SCAN_LOOP": frozenset(launch._FORMS), "_GROUP_TILES": False}
+    used = _forced(monkeypatch, settings, name, shape, 10, "group scan", lambda pl, kw: kw["GROUP_TILES"])
+    assert used == [2], used
 
 
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
@@ -158,20 +168,9 @@ def test_group_scan_flat(shape, name, monkeypatch):
     """launch._GROUP_SCAN_FLAT forced on with Triton < 3.7's chunks: short rows laid one after
     another along the group axis (``GROUP_TILES = 3``), rows filling their tile and padded
     inside it, a last tile of fewer rows, repeated so that a replay runs too."""
-    from rltriton.kernels import launch
-
-    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT", True)
-    monkeypatch.setattr(launch, "_GROUP_TILES", False)
-    launch.clear_caches()
-    used = plans_used(monkeypatch, launch, lambda pl, kw: kw["GROUP_TILES"])
-    try:
-        case = on_gpu(make_case(name, shape, seed=11))
-        ref = as_f64(case)(backend="torch")
-        for _ in range(2):
-            _compare(case, ref, f"{name} {shape} flat group scan")
-        assert used == [3], used
-    finally:
-        launch.clear_caches()
+    settings = {"_GROUP_SCAN_FLAT": True, "_GROUP_TILES": False}
+    used = _forced(monkeypatch, settings, name, shape, 11, "flat group scan", lambda pl, kw: kw["GROUP_TILES"])
+    assert used == [3], used
 
 
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
@@ -181,18 +180,10 @@ def test_loop_registers(shape, name, monkeypatch):
     capped where ptxas spills a little): still right, replay included."""
     from rltriton.kernels import launch
 
-    monkeypatch.setattr(launch, "_GROUP_SCAN_LOOP", frozenset(launch._FORMS))
-    monkeypatch.setattr(launch, "_LOOP_MAXNREG", {"gae": 64, "vtrace": 128, "retrace": 64, "retrace_actions": 64})
-    launch.clear_caches()
-    used = plans_used(monkeypatch, launch, lambda pl, kw: kw.get("maxnreg"))
-    try:
-        case = on_gpu(make_case(name, shape, seed=12))
-        ref = as_f64(case)(backend="torch")
-        for _ in range(2):
-            _compare(case, ref, f"{name} {shape} capped registers")
-        assert used and all(u is not None for u in used), used
-    finally:
-        launch.clear_caches()
+    settings = {"_GROUP_SCAN_LOOP": frozenset(launch._FORMS),
+                "_LOOP_MAXNREG": {"gae": 64, "vtrace": 128, "retrace": 64, "retrace_actions": 64}}
+    used = _forced(monkeypatch, settings, name, shape, 12, "capped registers", lambda pl, kw: kw.get("maxnreg"))
+    assert used and all(u is not None for u in used), used
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)

@@ -238,6 +238,11 @@ class Plan(NamedTuple):
     time_major: bool = False  # tiles for rows-contiguous storage (see _TM_ROWS, plan_time_major)
     stages: int = 1  # software-pipelining depth of the chunk loop (see _TM_STAGES)
 
+    @property
+    def chunk_loop(self) -> bool:
+        """One pass in which each program walks its rows in several chunks."""
+        return self.segments == 1 and self.seg_len > self.block_t
+
 
 @functools.lru_cache(maxsize=16)
 def _sm_count(index: int) -> int:
@@ -590,7 +595,7 @@ def _group_scan(pl: Plan, form: str) -> bool:
     split into segments, or walked in chunks for the forms in ``_GROUP_SCAN_LOOP``."""
     if not _GROUP_SCAN or pl.time_major or pl.block_t < max(4, _GROUP_SCAN_MIN_T):
         return False
-    return form in _GROUP_SCAN_LOOP or pl.segments > 1 or pl.seg_len <= pl.block_t
+    return form in _GROUP_SCAN_LOOP or not pl.chunk_loop
 
 
 def _flat_rows(pl: Plan) -> bool:
@@ -606,7 +611,7 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
     """``meta`` with the register cap of ``_LOOP_MAXNREG`` for ``form`` when ``pl`` walks each
     row in chunks in one pass (batch-major)."""
     cap = _LOOP_MAXNREG.get(form)
-    if cap and not pl.time_major and pl.segments == 1 and pl.seg_len > pl.block_t:
+    if cap and not pl.time_major and pl.chunk_loop:
         return {**meta, "maxnreg": cap}
     return meta
 
@@ -615,9 +620,11 @@ def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
     """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so, else ``2`` where
     :func:`_group_scan` does (chunks in time order otherwise, ``GROUP_TILES = False``:
     Triton < 3.7)."""
-    if meta["GROUP_TILES"] is False and _flat_rows(pl):
+    if meta["GROUP_TILES"] is not False:
+        return meta
+    if _flat_rows(pl):
         return {**meta, "GROUP_TILES": 3}
-    if meta["GROUP_TILES"] is False and _group_scan(pl, form):
+    if _group_scan(pl, form):
         return {**meta, "GROUP_TILES": 2}
     return meta
 

@@ -191,14 +191,16 @@ def group_map(alpha, beta):
 
 
 @triton.jit
-def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr):
+def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
+                ROWS: tl.constexpr = 1):
     """Times (int64) of the i-th chunk in scan order of segment ``seg`` of a backward
     estimator, in one of three forms:
 
     * group form (``GROUP_TILES``) [1, BT/G, G]: group g holds steps ``t_hi - G g - (G-1)
       ... t_hi - G g`` (ascending within the group, so a thread's group is one vector
       load), with ``t_hi`` the chunk's last step. ``scan_order`` of this is ``t_hi - j``
-      at column j, scanned forward.
+      at column j, scanned forward. With ``ROWS`` > 1 (``GROUP_TILES = 3``, see
+      :func:`chunk_tile`) [1, ROWS BT/G, G]: the groups of ``ROWS`` rows one after another.
     * time order (no ``GROUP_TILES``) [1, BT]: ``t_lo + j`` at column j, scanned with
       ``reverse=True``. Triton before 3.7 turns the group form's reshape into a layout
       conversion through shared memory (4-8 KB a program, MIO-bound: 6x slower at
@@ -213,7 +215,10 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
         return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
     elif GROUP_TILES:
         G: tl.constexpr = 4 if BLOCK_T >= 4 else BLOCK_T
-        g = tl.arange(0, BLOCK_T // G).to(tl.int64)[None, :, None]
+        g = tl.arange(0, ROWS * (BLOCK_T // G))
+        if ROWS > 1:
+            g = g % (BLOCK_T // G)
+        g = g.to(tl.int64)[None, :, None]
         k = tl.arange(0, G).to(tl.int64)[None, None, :]
         return t_lo + (BLOCK_T - G) - G * g + k
     else:
@@ -238,13 +243,7 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
     if GROUP_TILES == 3:
         # the program's rows one after another along the group axis ([1, BN * BT/4, 4]):
         # row r's groups are r * BT/4 ... (r + 1) * BT/4 - 1, each row's in descending time
-        NGR: tl.constexpr = BLOCK_T // 4
-        NGT: tl.constexpr = rows.shape[1]
-        c = n_chunks - 1 - i
-        t_lo = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T
-        grp = (tl.arange(0, NGT) % NGR).to(tl.int64)[None, :, None]
-        k = tl.arange(0, 4).to(tl.int64)[None, None, :]
-        ts = t_lo + (BLOCK_T - 4) - 4 * grp + k
+        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES, rows.shape[1] * 4 // BLOCK_T)
     else:
         ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES)
     if len(ts.shape) == 3:
@@ -261,8 +260,8 @@ def scan_order(x, GROUP_TILES: tl.constexpr = 1):
     """A tile of :func:`chunk_times`'s form as [BN, BT] for the scan: the group form
     flipped inside each group and reshaped; the two-dimensional forms as they are. With
     ``GROUP_TILES = 2`` (groups scanned in two levels, :func:`group_scan`) the group form
-    stays as it is: the scan functions take [BN, BT/4, 4] tiles."""
-    if len(x.shape) == 2 or GROUP_TILES == 2 or GROUP_TILES == 3:
+    stays as it is (and with ``GROUP_TILES = 3``): the scan functions take [BN, BT/4, 4] tiles."""
+    if len(x.shape) == 2 or GROUP_TILES >= 2:
         return x
     else:
         BN: tl.constexpr = x.shape[0]
@@ -320,7 +319,7 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP_T
     reshape, split or join, which Triton 3.6 lowers as layout conversions."""
     if len(ts.shape) == 2:
         return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
-    elif ts.shape[2] == 4 and (GROUP_TILES == 2 or GROUP_TILES == 3):
+    elif ts.shape[2] == 4 and GROUP_TILES >= 2:
         # the step after each group's last is the first of the group 4 steps later: read as
         # that group's step 0 (the tile's own layout: a load of its own at the groups'
         # last steps made Triton 3.6 convert its layout twice)
