@@ -3,13 +3,12 @@
 # call vs a bare launch of the same kernel) and the side-by-side harness, each time-boxed so
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
-#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan] [flat]   # default: tests probe
-#   ... [bench-rest] [massive] [loopreg]
-#   (loopreg, ~3 min: chunk loops with the group scan and register caps, launch._LOOP_MAXNREG)
+#   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan]   # default: tests probe
+#   ... [bench-rest] [massive] [adopted]
+#   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
+#   defaults against them: launch._GROUP_SCAN_FLAT, _GROUP_SCAN_LOOP, _LOOP_MAXNREG)
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
 #   default against chunks in time order throughout, i.e. _GROUP_SCAN off; Triton < 3.7)
-#   (flat, ~3 min: the GPU tests of launch._GROUP_SCAN_FLAT, written but off until timed, then
-#   an A/B of it against the default on short rows)
 #   (tests ~6-7 min with a cold kernel cache, probe ~1.5, bench ~3.5, each sweep ~4: at most
 #   ~9 min per call; bench-rest: the estimators bench's 3 minutes leave out, ~3.5; massive:
 #   the massively parallel grid for four estimators against rl-triton, ~4)
@@ -62,29 +61,20 @@ for stage in $stages; do
       timeout 200 python3 benchmarks/ab.py _ab/gscan/time_order _ab/gscan/default --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 4096x128,32768x8,32768x32,32768x64,16384x512,512x4096,4096x2048,16x262144,1x1048576 2>&1 \
         | tee "$OUT/ab_gscan.txt" ;;
-    flat)
-      # short rows laid one after another (launch._GROUP_SCAN_FLAT, off): GPU tests, then default -> flat
-      # (flat_1w: also half the short-row tile, one warp a program: no barrier at all, 20 shuffles)
-      gpu_tests 200 flat flat_tests.log
-      versions flat default flat flat_1w
-      sed -i 's/^_GROUP_SCAN_FLAT = False/_GROUP_SCAN_FLAT = True/' _ab/flat/flat/$L _ab/flat/flat_1w/$L
-      sed -i 's/^_SHORT_TILE = 256/_SHORT_TILE = 128/' _ab/flat/flat_1w/$L
-      timeout 240 python3 benchmarks/ab.py _ab/flat/default _ab/flat/flat _ab/flat/flat_1w \
+    adopted)
+      # session 9's settings (launch._GROUP_SCAN_FLAT on for 16-64-step short rows, the group scan
+      # and register caps in the chunk loops) against session 8's defaults: the forced GPU tests,
+      # then an A/B on the short rows and the chunk loops
+      gpu_tests 200 "flat or loop_registers" adopted_tests.log
+      versions adopted s8 default
+      sed -i -e 's/^_GROUP_SCAN_FLAT = True/_GROUP_SCAN_FLAT = False/' \
+             -e 's/^_GROUP_SCAN_LOOP = .*/_GROUP_SCAN_LOOP = frozenset({"td_lambda", "retrace_actions"})/' \
+             -e 's/^_LOOP_MAXNREG: dict\[str, int\] = .*/_LOOP_MAXNREG: dict[str, int] = {}/' _ab/adopted/s8/$L
+      grep -h "^_GROUP_SCAN_FLAT =\|^_LOOP_MAXNREG\|^_GROUP_SCAN_LOOP" _ab/adopted/*/$L
+      timeout 240 python3 benchmarks/ab.py _ab/adopted/s8 _ab/adopted/default \
         --est gae,td_lambda,vtrace,retrace,retrace_av \
-        --shapes 32768x8,4096x8,32768x16,8192x16,32768x32,32768x64,4096x128,16384x128,512x128 2>&1 \
-        | tee "$OUT/ab_flat.txt" ;;
-    loopreg)
-      # chunk loops: the group scan for every form with register caps (launch._LOOP_MAXNREG, empty),
-      # and time order with the caps, against the default
-      gpu_tests 120 loop_registers loopreg_tests.log
-      versions loopreg default gs_cap cap
-      caps='_LOOP_MAXNREG: dict[str, int] = {"gae": 64, "retrace": 64, "vtrace": 128}'
-      sed -i "s/^_LOOP_MAXNREG: dict\[str, int\] = {}/$caps/" _ab/loopreg/gs_cap/$L _ab/loopreg/cap/$L
-      sed -i 's/^_GROUP_SCAN_LOOP = .*/_GROUP_SCAN_LOOP = frozenset(_FORMS)/' _ab/loopreg/gs_cap/$L
-      grep -h "^_LOOP_MAXNREG\|^_GROUP_SCAN_LOOP" _ab/loopreg/*/$L
-      timeout 240 python3 benchmarks/ab.py _ab/loopreg/default _ab/loopreg/gs_cap _ab/loopreg/cap \
-        --est gae,td_lambda,vtrace,retrace,retrace_av --shapes 512x4096,1024x4096,512x3000,2048x4096,256x8192 2>&1 \
-        | tee "$OUT/ab_loopreg.txt" ;;
+        --shapes 32768x8,32768x16,8192x16,32768x32,32768x64,4096x128,512x4096,1024x4096,512x3000,256x8192 2>&1 \
+        | tee "$OUT/ab_adopted.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

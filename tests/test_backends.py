@@ -460,6 +460,7 @@ def test_group_scan(name, mode, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_GROUP_SCAN", True)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN_MIN_T", 4)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN_LOOP", frozenset(poisoned._FORMS))
+    monkeypatch.setattr(poisoned, "_GROUP_SCAN_FLAT", False)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.seg_len // pl.block_t, pl.segments))
     poisoned.clear_caches()
     try:
@@ -479,9 +480,9 @@ def test_group_scan(name, mode, monkeypatch, poisoned):
 @pytest.mark.parametrize("form", ["gae", "td_lambda", "vtrace", "retrace", "retrace_actions"])
 def test_group_scan_reach(form):
     """By default (launch._group_scan) the two-level group scan takes batch-major tiles of
-    64 steps or more whose row is one chunk or split into segments, and for TD(lambda) and
-    Retrace's action form a row walked in chunks by one program too; short tiles (several
-    rows a program), the other forms' chunk loops and time-major tiles keep time order,
+    64 steps or more whose row is one chunk or split into segments, and for every form but
+    Retrace's lagged-coefficient one a row walked in chunks by one program too; short tiles
+    (several rows a program), Retrace's chunk loop and time-major tiles keep time order,
     where the H200 timed them faster (launch._GROUP_SCAN)."""
     from rltriton.kernels.launch import _FORMS, Plan, _group_scan, plan
 
@@ -493,7 +494,7 @@ def test_group_scan_reach(form):
     assert not _group_scan(plan(32768, 32), form) and not _group_scan(plan(32768, 8), form)
     loop = plan(512, 4096)
     assert loop.segments == 1 and loop.seg_len > loop.block_t
-    assert _group_scan(loop, form) == (form in ("td_lambda", "retrace_actions"))
+    assert _group_scan(loop, form) == (form != "retrace")
     assert not _group_scan(Plan(32, 16, 1, 1, 16, time_major=True), form)
     assert not _group_scan(Plan(1, 128, 1, 1, 128, time_major=True), form)
 
@@ -530,23 +531,33 @@ def test_group_scan_flat(name, monkeypatch, poisoned):
 
 def test_group_scan_flat_reach(monkeypatch):
     """The flat rows (launch._flat_rows) take only one-pass tiles of several whole rows, of
-    at least a group of steps and a group for each thread, batch-major; with
-    ``_GROUP_SCAN_FLAT`` off (the default until timed) none."""
+    _GROUP_SCAN_FLAT_MIN_T steps up to the form's bound, a group for each thread,
+    batch-major; with ``_GROUP_SCAN_FLAT`` or ``_GROUP_SCAN`` off none."""
     from rltriton.kernels import launch
     from rltriton.kernels.launch import Plan, _flat_rows, plan
 
-    assert not _flat_rows(plan(32768, 8))  # off by default
+    monkeypatch.setattr(launch, "_GROUP_SCAN", True)
     monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT", True)
-    for shape in ((32768, 8), (32768, 64), (4096, 128), (16384, 16)):
+    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT_MIN_T", 16)
+    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT_MAX_T", {"gae": 64, "vtrace": 32, "retrace_actions": 16})
+    for shape, forms in (((32768, 16), {"gae", "vtrace", "retrace_actions"}), ((8192, 32), {"gae", "vtrace"}),
+                         ((32768, 64), {"gae"}), ((32768, 8), set()), ((4096, 128), set())):
         pl = plan(*shape)
-        assert pl.block_n > 1 and _flat_rows(pl), (shape, pl)
-    assert not _flat_rows(plan(16384, 512)) and not _flat_rows(plan(16, 262144))  # one row a program
-    assert not _flat_rows(Plan(32, 16, 1, 1, 16, time_major=True))
-    assert not _flat_rows(Plan(8, 2, 1, 1, 2))  # fewer steps than a group
-    assert not _flat_rows(Plan(4, 16, 1, 1, 16))  # 16 groups for 32 threads
-    assert not _flat_rows(Plan(8, 16, 1, 1, 32))  # two chunks a row
+        assert pl.block_n > 1, (shape, pl)
+        assert {f for f in launch._FORMS if _flat_rows(pl, f)} == forms, (shape, pl)
+    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT_MIN_T", 4)
+    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT_MAX_T", dict.fromkeys(launch._FORMS, 1 << 20))
+    assert _flat_rows(plan(32768, 8), "vtrace") and _flat_rows(plan(4096, 128), "retrace")
+    assert not _flat_rows(plan(16384, 512), "gae") and not _flat_rows(plan(16, 262144), "gae")  # a row a program
+    assert not _flat_rows(Plan(32, 16, 1, 1, 16, time_major=True), "gae")
+    assert not _flat_rows(Plan(8, 2, 1, 1, 2), "gae")  # fewer steps than a group
+    assert not _flat_rows(Plan(4, 16, 1, 1, 16), "gae")  # 16 groups for 32 threads
+    assert not _flat_rows(Plan(8, 16, 1, 1, 32), "gae")  # two chunks a row
     monkeypatch.setattr(launch, "_GROUP_SCAN", False)
-    assert not _flat_rows(plan(32768, 64))
+    assert not _flat_rows(plan(32768, 64), "gae")
+    monkeypatch.setattr(launch, "_GROUP_SCAN", True)
+    monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT", False)
+    assert not _flat_rows(plan(32768, 64), "gae")
 
 
 def test_loop_registers(monkeypatch, poisoned):
@@ -571,17 +582,17 @@ def test_loop_registers(monkeypatch, poisoned):
 
 
 def test_group_scan_loop_forms(monkeypatch, poisoned):
-    """In a chunk loop the forms of launch._GROUP_SCAN_LOOP (TD(lambda), discounted returns
-    on its kernel, Retrace's action form) take the group scan and the others keep time
-    order, each still matching the float64 reference."""
+    """In a chunk loop the forms of launch._GROUP_SCAN_LOOP (all but Retrace's lagged
+    coefficients: GAE, TD(lambda), discounted returns on its kernel, V-trace, Retrace's
+    action form) take the group scan and Retrace keeps time order, each still matching the
+    float64 reference."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=False)
     monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN_MIN_T", 4)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.seg_len // pl.block_t))
-    want = {"gae": False, "td_lambda": 2, "discounted_returns": 2, "vtrace": False, "retrace": False,
-            "retrace_av": 2}
+    want = {"gae": 2, "td_lambda": 2, "discounted_returns": 2, "vtrace": 2, "retrace": False, "retrace_av": 2}
     poisoned.clear_caches()
     try:
         for name, group_tiles in want.items():

@@ -156,7 +156,7 @@ def test_group_scan(shape, name, monkeypatch):
     from rltriton.kernels import launch
 
     settings = {"_GROUP_SCAN": True, "_GROUP_SCAN_MIN_T": 4,  # short tiles and the chunk loop too
-                "_GROUP_SCAN_LOOP": frozenset(launch._FORMS), "_GROUP_TILES": False}
+                "_GROUP_SCAN_LOOP": frozenset(launch._FORMS), "_GROUP_SCAN_FLAT": False, "_GROUP_TILES": False}
     used = _forced(monkeypatch, settings, name, shape, 10, "group scan", lambda pl, kw: kw["GROUP_TILES"])
     assert used == [2], used
 
@@ -165,10 +165,14 @@ def test_group_scan(shape, name, monkeypatch):
 @pytest.mark.parametrize("shape", [(32768, 8), (4096, 100), (32768, 64), (1000, 33), (300, 7), (37, 128)],
                          ids=lambda s: f"{s[0]}x{s[1]}")
 def test_group_scan_flat(shape, name, monkeypatch):
-    """launch._GROUP_SCAN_FLAT forced on with Triton < 3.7's chunks: short rows laid one after
+    """launch._GROUP_SCAN_FLAT forced onto every short-row tile with Triton < 3.7's chunks
+    (the default takes 16 to 64 steps, fewer for some forms): short rows laid one after
     another along the group axis (``GROUP_TILES = 3``), rows filling their tile and padded
     inside it, a last tile of fewer rows, repeated so that a replay runs too."""
-    settings = {"_GROUP_SCAN_FLAT": True, "_GROUP_TILES": False}
+    from rltriton.kernels import launch
+
+    settings = {"_GROUP_SCAN_FLAT": True, "_GROUP_SCAN_FLAT_MIN_T": 4,
+                "_GROUP_SCAN_FLAT_MAX_T": dict.fromkeys(launch._FORMS, 1 << 20), "_GROUP_TILES": False}
     used = _forced(monkeypatch, settings, name, shape, 11, "flat group scan", lambda pl, kw: kw["GROUP_TILES"])
     assert used == [3], used
 
@@ -176,8 +180,9 @@ def test_group_scan_flat(shape, name, monkeypatch):
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
 @pytest.mark.parametrize("shape", [(512, 4096), (37, 3000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_loop_registers(shape, name, monkeypatch):
-    """launch._LOOP_MAXNREG forced on (the group scan in every form's chunk loop, registers
-    capped where ptxas spills a little): still right, replay included."""
+    """launch._LOOP_MAXNREG with a cap for every form and the group scan in every form's
+    chunk loop (the default leaves Retrace's in time order and the action form uncapped):
+    still right, replay included."""
     from rltriton.kernels import launch
 
     settings = {"_GROUP_SCAN_LOOP": frozenset(launch._FORMS),

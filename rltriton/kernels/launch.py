@@ -183,12 +183,13 @@ _GROUP_TILES = _triton_version() >= (3, 7)
 # 512 x 3000 / 256 x 8192, time order -> group scan: TD(lambda) 12.9 / 28.5 / 18.5 / 14.6
 # -> 9.4 / 24.7 / 17.8 / 11.5; Retrace's action form 46.1 / 87.8 / 61.4 / 67.9 -> 40.7 /
 # 77.2 / 35.8 / 68.2; but GAE 13.6 / 30.9 / 17.7 / 16.0 -> 15.1 / 35.8 / 18.0 / 14.4,
-# V-trace 18.4 / 41.5 -> 26.2 / 49.8, Retrace 19.2 / 37.5 -> 28.1 / 45.4.
+# V-trace 18.4 / 41.5 -> 26.2 / 49.8, Retrace 19.2 / 37.5 -> 28.1 / 45.4 (all uncapped);
+# with the register caps of _LOOP_MAXNREG, GAE and V-trace gain there too (see below).
 _GROUP_SCAN = True
 _GROUP_SCAN_MIN_T = 64
 # the kernel forms of the backward estimators (run_backward's ``kform``)
 _FORMS = ("gae", "td_lambda", "vtrace", "retrace", "retrace_actions")
-_GROUP_SCAN_LOOP = frozenset({"td_lambda", "retrace_actions"})
+_GROUP_SCAN_LOOP = frozenset({"gae", "td_lambda", "vtrace", "retrace_actions"})
 # Tiles of several rows, each row one chunk (short rows), can lay their rows one after
 # another along the group axis (GROUP_TILES = 3, scan.chunk_tile): [1, BN * BT/4, 4]. With a
 # single row of groups the groups' maps are already in the layout Triton scans in, so the
@@ -197,18 +198,33 @@ _GROUP_SCAN_LOOP = frozenset({"td_lambda", "retrace_actions"})
 # groups in the scan's layout). PTX per thread (benchmarks/ptx_counts.py, Triton 3.6), GAE
 # [4, 64] on 2 warps: barriers 5 -> 1 (the scan's own across the two warps), shuffles
 # 16 -> 24, shared stores / loads 3 / 3 -> 4 / 2; [32, 8] likewise; time order: 0 barriers,
-# 90 shuffles. The conversions are the likely reason the group scan lost on tiles under 64
-# steps. Written when session 8's device time was spent: off until timed on the GPU
-# (`bash benchmarks/device_run.sh flat`).
-_GROUP_SCAN_FLAT = False
+# 90 shuffles. H200, Triton 3.6, device us (benchmarks/ab.py, `device_run.sh flat`;
+# 2026-11-30-h200-s9 notes), default -> flat, GAE / TD(lambda) / V-trace / Retrace /
+# Retrace's action form:
+#   32768 x 8      2.7 / 2.9 / 3.6 / 3.3 / 4.8       -> 3.8 / 3.8 / 5.0 / 5.2 / 6.1
+#   32768 x 16     3.7 / 3.7 / 4.5 / 4.2 / 7.2       -> 3.3 / 3.0 / 3.6 / 3.9 / 6.8
+#   32768 x 32     5.9 / 5.7 / 7.3 / 6.9 / 19.2      -> 4.6 / 4.2 / 5.3 / 5.5 / 19.7
+#   32768 x 64     8.7 / 7.7 / 10.9 / 13.8 / 35.0    -> 7.6 / 7.0 / 11.2 / 14.2 / 36.6
+#   16384 x 128    7.0 / 6.6 / 10.0 / 14.3 / 32.9    -> 7.3 / 6.7 / 11.2 / 14.5 / 33.7
+# so it takes tiles of _GROUP_SCAN_FLAT_MIN_T steps up to a bound per form,
+# _GROUP_SCAN_FLAT_MAX_T (8-step tiles keep time order's shuffles; from 128 steps, or from
+# 64 for V-trace and Retrace, the [BN, ...] group scan stays).
+_GROUP_SCAN_FLAT = True
+_GROUP_SCAN_FLAT_MIN_T = 16
+_GROUP_SCAN_FLAT_MAX_T = {"gae": 64, "td_lambda": 64, "vtrace": 32, "retrace": 32, "retrace_actions": 16}
 # A chunk loop's programs stay resident together only as far as registers allow: at
 # 512 x 4096 (512 programs, 132 SMs) 4 programs an SM run in one wave, 3 need two. TD(lambda)'s
 # group-scan loop (63 registers on 8 warps) gained 27% there and GAE's (72: 3 programs an SM)
 # lost 11%. A register cap per kernel form for chunk loops (Triton's ``maxnreg``; ptxas,
-# Triton 3.6: GAE's group-scan loop at 64 spills 4 bytes, V-trace's on 4 warps at 128 none).
-# Written when session 8's device time was spent: empty until timed
-# (`bash benchmarks/device_run.sh loopreg`).
-_LOOP_MAXNREG: dict[str, int] = {}
+# Triton 3.6: GAE's group-scan loop at 64 spills 4 bytes, V-trace's on 4 warps at 128 none)
+# lets GAE's and V-trace's loops take the group scan too. H200, Triton 3.6, device us
+# (`device_run.sh loopreg`), default (time order, no cap) -> group scan with the caps:
+# 512 x 4096 / 1024 x 4096 / 2048 x 4096 / 256 x 8192 / 512 x 3000: GAE 13.8 / 30.4 / 56.3
+# / 16.6 / 17.6 -> 10.2 / 28.6 / 53.8 / 14.9 / 18.0, V-trace 18.3 / 41.1 / 78.0 / 23.9 /
+# 30.8 -> 15.1 / 36.2 / 68.6 / 24.2 / 23.8. Retrace's loop lost with the group scan (512 x
+# 3000: 20.2 -> 30.9) and keeps time order, capped at 64: 19.1 / 37.1 / 69.5 / 26.7 / 20.2 ->
+# 18.9 / 36.6 / 68.8 / 27.2 / 18.2. TD(lambda) and the action form: no change either way.
+_LOOP_MAXNREG: dict[str, int] = {"gae": 64, "vtrace": 128, "retrace": 64}
 # PHASE 1 of a time split needs only each segment's composed map: on chunks in time order a
 # forward scan of the composition taken the other way round gives it without reverse=True's
 # flips (scan.chunk_map's FORWARD_TOTAL; 188 -> 28 shuffles per thread at [1, 2048] with
@@ -598,13 +614,16 @@ def _group_scan(pl: Plan, form: str) -> bool:
     return form in _GROUP_SCAN_LOOP or not pl.chunk_loop
 
 
-def _flat_rows(pl: Plan) -> bool:
-    """Whether a tile can lay its rows one after another along the group axis
-    (``GROUP_TILES = 3``, ``_GROUP_SCAN_FLAT``): batch-major, several rows a program, each
-    row one chunk of at least a group, in one pass, and a group for every thread (Triton's
+def _flat_rows(pl: Plan, form: str) -> bool:
+    """Whether a tile of the kernel form ``form`` lays its rows one after another along the
+    group axis (``GROUP_TILES = 3``, ``_GROUP_SCAN_FLAT``): batch-major, several rows a
+    program, each row one chunk of ``_GROUP_SCAN_FLAT_MIN_T`` to the form's
+    ``_GROUP_SCAN_FLAT_MAX_T`` steps, in one pass, and a group for every thread (Triton's
     scan needs an element per thread)."""
     return (_GROUP_SCAN and _GROUP_SCAN_FLAT and not pl.time_major and pl.block_n > 1 and pl.segments == 1
-            and pl.seg_len <= pl.block_t and pl.block_t >= 4 and pl.block_n * pl.block_t // 4 >= 32 * pl.num_warps)
+            and pl.seg_len <= pl.block_t
+            and max(4, _GROUP_SCAN_FLAT_MIN_T) <= pl.block_t <= _GROUP_SCAN_FLAT_MAX_T.get(form, 0)
+            and pl.block_n * pl.block_t // 4 >= 32 * pl.num_warps)
 
 
 def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
@@ -622,7 +641,7 @@ def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
     Triton < 3.7)."""
     if meta["GROUP_TILES"] is not False:
         return meta
-    if _flat_rows(pl):
+    if _flat_rows(pl, form):
         return {**meta, "GROUP_TILES": 3}
     if _group_scan(pl, form):
         return {**meta, "GROUP_TILES": 2}
