@@ -65,6 +65,7 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
                 "retrace": partial(rt.retrace, r, v + 0.1, v, lr, lam=0.95, **kw),
                 "traces": partial(rt.eligibility_traces, r, gamma=0.99, lam=0.95, dones=term,
                                   time_dim=kw["time_dim"]),
+                "prefix_sum": partial(rt.episodic_prefix_sum, r, term, time_dim=kw["time_dim"]),
             }
             if est.startswith("retrace_av"):
                 # 4 actions, [*B, T, A] action values and target probabilities

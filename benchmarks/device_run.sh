@@ -4,7 +4,8 @@
 # the whole call fits the device tool's 10-minute limit. Results go to $OUT.
 #
 #   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan]   # default: tests probe
-#   ... [bench-rest] [massive] [adopted]
+#   ... [bench-rest] [massive] [adopted] [fwd]
+#   (fwd, ~4 min: the forward kernel's tiles, launch._FWD_TILES: GPU tests, then an A/B)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
 #   defaults against them: launch._GROUP_SCAN_FLAT, _GROUP_SCAN_LOOP, _LOOP_MAXNREG)
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
@@ -75,6 +76,19 @@ for stage in $stages; do
         --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 32768x8,32768x16,8192x16,32768x32,32768x64,4096x128,512x4096,1024x4096,512x3000,256x8192 2>&1 \
         | tee "$OUT/ab_adopted.txt" ;;
+    fwd)
+      # the forward kernel's own tiles (launch._FWD_TILES; eligibility traces, prefix sums): its
+      # GPU tests, then an A/B of the backward kernels' tiles against 1024- (default), 512- and
+      # 2048-element short-row tiles
+      gpu_tests 150 "traces or prefix" fwd_tests.log
+      versions fwd bwd_tiles f1024 f512 f2048
+      sed -i 's/^_FWD_TILES = True/_FWD_TILES = False/' _ab/fwd/bwd_tiles/$L
+      sed -i 's/^_FWD_SHORT_TILE = 1024/_FWD_SHORT_TILE = 512/' _ab/fwd/f512/$L
+      sed -i 's/^_FWD_SHORT_TILE = 1024/_FWD_SHORT_TILE = 2048/' _ab/fwd/f2048/$L
+      timeout 240 python3 benchmarks/ab.py _ab/fwd/bwd_tiles _ab/fwd/f1024 _ab/fwd/f512 _ab/fwd/f2048 \
+        --est traces,prefix_sum \
+        --shapes 32768x8,32768x16,32768x32,32768x64,8192x64,4096x128,16384x128,1024x128,16384x512,4096x2048,512x4096,1024x4096 \
+        2>&1 | tee "$OUT/ab_fwd.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

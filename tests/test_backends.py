@@ -272,6 +272,58 @@ def test_long_row_plans_by_estimator(name, monkeypatch, poisoned):
     assert asked == [{"vtrace": vtrace, "gae": default, "retrace_av": retrace}[name]], asked
 
 
+def test_forward_tiles_plan():
+    """The forward kernel's batch-major plans (launch._FWD_TILES): short rows of 16 to 128
+    steps in tiles of up to _FWD_SHORT_TILE elements, 8 a thread, halved while the call
+    would have fewer than _PROGRAMS_PER_SM programs an SM; 8-step rows, the split and
+    time-major tiles as the backward kernels'; a whole row in one chunk on at most 8 warps; a
+    row walked in chunks on 4 warps, pipelined."""
+    from rltriton.kernels import launch
+
+    def fwd(*shape):
+        pl = launch.plan(*shape, 132, launch._LONG_ROWS_DEFAULT, True)
+        return pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages
+
+    assert fwd(32768, 8) == (32, 8, 2, 1, 8, 1) == launch.plan(32768, 8)[:5] + (1,)
+    assert fwd(32768, 16) == (64, 16, 4, 1, 16, 1)  # 128 rows would make 256 programs: halved
+    assert fwd(32768, 64) == (32, 64, 8, 1, 64, 1)
+    assert fwd(16384, 128) == (16, 128, 8, 1, 128, 1)
+    assert fwd(4096, 128) == (8, 128, 4, 1, 128, 1)
+    assert fwd(1024, 128) == (2, 128, 2, 1, 128, 1)  # halved back to the backward kernels' tile
+    assert fwd(4096, 2048) == (1, 2048, 8, 1, 2048, 1)  # backward: 16 warps
+    assert fwd(512, 4096) == (1, 1024, 4, 1, 4096, launch._FWD_LOOP_STAGES)
+    assert launch.plan(16, 262144, forward=True) == launch.plan(16, 262144)
+    cpu = torch.device("cpu")
+    assert launch.plan_for(4096, 1024, cpu, time_major=True, forward=True) == launch.plan_for(4096, 1024, cpu, True)
+    assert launch.plan_for(32768, 64, cpu, forward=True) == launch.plan(32768, 64, forward=True)
+
+
+@pytest.mark.parametrize("name", ["traces", "prefix_sum"])
+def test_forward_tiles(name, monkeypatch, poisoned):
+    """The forward kernel's own tiles (launch._FWD_TILES) on the interpreter: several short
+    rows a program in tiles wider than the backward kernels' (one machine of one SM, so few
+    rows still make them), and rows walked in pipelined chunks, against the float64
+    reference with resets inside rows and an initial carry."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 1)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.stages))
+    poisoned.clear_caches()
+    try:
+        for shape in ((37, 9), (37, 33)):
+            seen.clear()
+            check(make_case(name, shape, seed=87), "triton")
+            (bn, bt, _st), = seen
+            assert bn * bt > poisoned._SHORT_TILE, seen
+        use_small_tiles(monkeypatch, poisoned, split=False)
+        monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 1)
+        seen.clear()
+        check(make_case(name, (5, 63), seed=88), "triton")
+        assert seen == [(seen[0][0], 16, poisoned._FWD_LOOP_STAGES)], seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])
 @pytest.mark.parametrize("group_tiles", [True, False])
 def test_default_tiles_long_rows(name, group_tiles, request, monkeypatch):

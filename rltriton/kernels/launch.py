@@ -50,6 +50,25 @@ _MAX_SEGMENTS = 1024
 #   but lost 9-19% on one row.
 _LONG_ROWS_DEFAULT = (8, 2048, 8)
 _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
+# The forward kernel (eligibility traces, episodic prefix sums: one input, no look-ahead)
+# keeps fewer values live per element than the backward estimators and wants more elements a
+# thread: short rows of at least _FWD_SHORT_MIN_T steps take _FWD_SHORT_TILE-element tiles on
+# a warp per _FWD_WARP_ELEMS elements (8 a thread, against 256-element tiles at 4), a row in
+# one chunk at most 8 warps, a row walked in chunks 4 warps pipelined _FWD_LOOP_STAGES deep.
+# H200, Triton 3.6, eligibility traces (benchmarks/sweep.py traces, 2026-11-30-h200-s9
+# notes), default plan -> best plan, device us: 32768 x 32 3.9 -> 2.9 ([16, 32] on 2
+# warps), 32768 x 64 6.4 -> 4.2 ([16, 64] on 4), 4096 x 128 2.6 -> 2.4 ([8, 128] on 4),
+# 16384 x 128 6.4 -> 4.3 ([16, 128] on 8), 4096 x 2048 23.6 -> 20.3 (8 warps, not 16),
+# 512 x 4096 7.3 -> 6.3 (4 warps, 3 stages); 32768 x 8 kept its [32, 8] on 2.
+# Where a call has too few rows for its SMs, a forward short-row tile halves its rows (down to
+# the backward kernels' tile) until there are _PROGRAMS_PER_SM programs an SM.
+_FWD_TILES = True
+_FWD_SHORT_MIN_T = 16
+_FWD_SHORT_TILE = 2048
+_FWD_WARP_ELEMS = 256
+_FWD_LOOP_WARPS = 4
+_FWD_LOOP_STAGES = 3
+_FWD_ONE_CHUNK_WARPS = 8
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Off until
 # it has been verified and timed on the GPU (it passes the interpreter tests).
 _LOOKBACK = False
@@ -275,7 +294,8 @@ def _next_pow2(x: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT) -> Plan:
+def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT,
+         forward: bool = False) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -287,13 +307,21 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     steps run in parallel (two launches: summaries, then carry-in and outputs).
     ``long_rows`` (the estimator's entry of ``_LONG_ROWS``) changes the last two for rows of
     more than 2048 steps: the warps of a program that walks its row in chunks, and the steps
-    (at most ``_SEG_STEPS``) and warps of a split segment.
+    (at most ``_SEG_STEPS``) and warps of a split segment. ``forward``: the forward kernel's
+    tiles (``_FWD_SHORT_TILE`` and the settings beside it): more elements a thread.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
+    fwd_short = forward and _FWD_SHORT_MIN_T <= p2 <= _SHORT_T
     if p2 <= _SHORT_T:
         block_t = min(p2, _MAX_BLOCK_T)
         block_n = max(1, min(_SHORT_TILE // block_t, _next_pow2(max(R, 1))))
+        if fwd_short:
+            wide = max(block_n, min(_FWD_SHORT_TILE // block_t, _next_pow2(max(R, 1))))
+            while wide > block_n and _cdiv(R, wide) < target:
+                wide //= 2
+            fwd_short = wide > block_n  # (else the backward kernels' tile and warps)
+            block_n = wide
     else:
         block_t = min(p2, _MAX_BLOCK_T)
         block_n = 1
@@ -321,12 +349,17 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     elems = block_n * block_t
     # 16 warps only for a whole 2048-step row in one chunk (4096 x 2048: 47 us against 49 at 8)
     cap = 16 if segments == 1 and elems >= 2048 and seg_len <= block_t else 8
-    num_warps = max(1, min(cap, elems // 128))
+    if forward:
+        cap = min(cap, _FWD_ONE_CHUNK_WARPS)
+        loop_warps = min(loop_warps, _FWD_LOOP_WARPS)
+    num_warps = max(1, min(cap, elems // (_FWD_WARP_ELEMS if fwd_short else 128)))
+    stages = 1
     if segments == 1 and seg_len > block_t:
         num_warps = min(num_warps, loop_warps)
+        stages = _FWD_LOOP_STAGES if forward else 1
     elif segments > 1:
         num_warps = min(num_warps, split_warps)
-    return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1)
+    return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1, stages=stages)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -388,20 +421,20 @@ def _tm_stages(chunks: int) -> int:
 
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
-             long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT) -> Plan:
+             long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
     rows too few for their own tiles keep the default: the estimators' settings were timed on
-    batch-major rows only)."""
+    batch-major rows only); ``forward``: the forward kernel's batch-major tiles (likewise)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
         pl = plan_time_major(R, T, sms, wide)
         if pl is not None:
             return pl
-        long_rows = _LONG_ROWS_DEFAULT
-    return plan(R, T, sms, long_rows)
+        long_rows, forward = _LONG_ROWS_DEFAULT, False
+    return plan(R, T, sms, long_rows, forward and _FWD_TILES)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
@@ -921,6 +954,6 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
         G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p),
     )
-    pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1)
+    pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True)
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
