@@ -52,14 +52,21 @@ _LONG_ROWS_DEFAULT = (8, 2048, 8)
 _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # The forward kernel (eligibility traces, episodic prefix sums: one input, no look-ahead)
 # keeps fewer values live per element than the backward estimators and wants more elements a
-# thread: short rows of at least _FWD_SHORT_MIN_T steps take _FWD_SHORT_TILE-element tiles on
-# a warp per _FWD_WARP_ELEMS elements (8 a thread, against 256-element tiles at 4), a row in
-# one chunk at most 8 warps, a row walked in chunks 4 warps pipelined _FWD_LOOP_STAGES deep.
-# H200, Triton 3.6, eligibility traces (benchmarks/sweep.py traces, 2026-11-30-h200-s9
-# notes), default plan -> best plan, device us: 32768 x 32 3.9 -> 2.9 ([16, 32] on 2
-# warps), 32768 x 64 6.4 -> 4.2 ([16, 64] on 4), 4096 x 128 2.6 -> 2.4 ([8, 128] on 4),
-# 16384 x 128 6.4 -> 4.3 ([16, 128] on 8), 4096 x 2048 23.6 -> 20.3 (8 warps, not 16),
-# 512 x 4096 7.3 -> 6.3 (4 warps, 3 stages); 32768 x 8 kept its [32, 8] on 2.
+# thread: short rows of at least _FWD_SHORT_MIN_T steps take tiles of up to _FWD_SHORT_TILE
+# elements on a warp per _FWD_WARP_ELEMS (8 a thread, against 256-element tiles at 4), a row
+# in one chunk at most _FWD_ONE_CHUNK_WARPS warps, a row walked in chunks _FWD_LOOP_WARPS
+# warps pipelined _FWD_LOOP_STAGES deep. Found by benchmarks/sweep.py traces, then timed
+# (benchmarks/ab.py, `device_run.sh fwd`; 2026-11-30-h200-s9 notes), H200, Triton 3.6,
+# device us, eligibility traces / prefix sums, the backward kernels' tiles -> these with
+# 1024- / 2048-element short tiles:
+#   32768 x 16    2.6 / 2.6    -> 2.2 / 2.2,  2.1 / 2.2
+#   32768 x 32    4.0 / 4.1    -> 2.9 / 2.9,  3.0 / 2.8
+#   32768 x 64    6.5 / 6.6    -> 4.4 / 4.6,  4.1 / 4.2
+#   16384 x 128   6.4 / 6.4    -> 4.3 / 4.6,  4.4 / 4.6
+#   4096 x 2048   23.6 / 24.1  -> 20.0 / 20.1 (8 warps, not 16)
+#   512 x 4096    7.2 / 7.2    -> 6.3 / 6.2   (4 warps, 3 stages, not 8 warps)
+#   1024 x 4096   14.3 / 14.4  -> 10.0 / 10.0
+# 32768 x 8 (its [32, 8] tile kept), 1024 x 128 and 16384 x 512 equal to 0.1 us.
 # Where a call has too few rows for its SMs, a forward short-row tile halves its rows (down to
 # the backward kernels' tile) until there are _PROGRAMS_PER_SM programs an SM.
 _FWD_TILES = True
