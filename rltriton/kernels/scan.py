@@ -19,19 +19,22 @@ Triton version; :func:`chunk_times`):
   ``tl.associative_scan``: 12 shuffles per thread for a [1, 512] tile of (alpha, beta) on 4
   warps, where ``reverse=True`` (lowered as flip, scan, flip) costs 92.
 * **group form scanned in two levels** (``GROUP_TILES = 2``; Triton < 3.7, where
-  ``launch._group_scan`` says: tiles of 64 steps or more, one chunk a row or a split): the
+  ``launch._group_scan`` says: tiles of 64 steps or more, one chunk a row, a split, or a
+  chunk loop for the forms of ``launch._GROUP_SCAN_LOOP``): the
   group form as loaded, [BN, BT/4, 4], never reshaped: each thread composes its groups'
   maps, a forward scan over the groups gives the state entering each group, and the
   group's states follow in registers (:func:`group_scan`). 24 shuffles per thread at
   [1, 512] on 4 warps with Triton 3.6 as with 3.8, for the lagged scans too; 1.1-1.5x
   faster than time order on an H200 with Triton 3.6.
-* **flat rows** (``GROUP_TILES = 3``; ``launch._GROUP_SCAN_FLAT``, off until timed): the
-  group form of a tile of several short rows with the rows laid one after another along the
-  group axis, ``[1, BN * BT/4, 4]``, scanned as one sequence in two levels; each row's last
-  step ignores the row scanned before it (:func:`chunk_tile`). A single row of groups is
-  already in the layout Triton scans in: one barrier a program where the ``[BN, ...]``
-  group scan takes 5 with Triton 3.6.
-* **time order** (Triton < 3.7, the other tiles): ``[BN, BT]`` in ascending time, scanned
+* **flat rows** (``GROUP_TILES = 3``; Triton < 3.7, ``launch._flat_rows``: tiles of
+  several short rows of 16 steps up to 32-64 by form): the group form of the tile with the
+  rows laid one after another along the group axis, ``[1, BN * BT/4, 4]``, scanned as one
+  sequence in two levels; each row's last step ignores the row scanned before it
+  (:func:`chunk_tile`). A single row of groups is already in the layout Triton scans in:
+  one barrier a program where the ``[BN, ...]`` group scan takes 5 with Triton 3.6; up to
+  1.4x faster than time order at 16-32 steps on an H200.
+* **time order** (Triton < 3.7, the other tiles: 8-step tiles, Retrace's chunk loop):
+  ``[BN, BT]`` in ascending time, scanned
   with ``reverse=True``. Those versions lower the group form's reshape as a layout
   conversion through shared memory (4-8 KB a program), which made the kernels MIO-bound
   and 1.4-6x slower on an H200 with Triton 3.6 than the 92 shuffles.
@@ -232,7 +235,7 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
     mask of in-range elements)``, rows and row mask shaped to broadcast with the times
     ([BN, 1, 1] for the group form, else [BN, 1]).
 
-    ``GROUP_TILES = 3`` (launch._GROUP_SCAN_FLAT; PHASE 0, rows of one chunk, several a
+    ``GROUP_TILES = 3`` (launch._flat_rows; PHASE 0, rows of one chunk, several a
     program): the group form with the program's rows laid one after another along the group
     axis, [1, BN * BT/4, 4], rows per group from :func:`program_tile`. Its scan is the
     two-level group scan of a single sequence; a row's end (t = T - 1) must then ignore the
