@@ -6,6 +6,7 @@
 #   bash benchmarks/device_run.sh [tests] [probe] [bench] [sweep] [sweep-tm] [gscan]   # default: tests probe
 #   ... [bench-rest] [massive] [adopted] [fwd]
 #   (fwd, ~4 min: the forward kernel's tiles, launch._FWD_TILES: GPU tests, then an A/B)
+#   (short, ~4 min: an A/B of the backward estimators' short-row tiles, launch._SHORT_WARP_ELEMS)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
 #   defaults against them: launch._GROUP_SCAN_FLAT, _GROUP_SCAN_LOOP, _LOOP_MAXNREG)
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
@@ -89,6 +90,16 @@ for stage in $stages; do
         --est traces,prefix_sum \
         --shapes 32768x8,32768x16,32768x32,32768x64,8192x64,4096x128,16384x128,1024x128,16384x512,4096x2048,512x4096,1024x4096 \
         2>&1 | tee "$OUT/ab_fwd.txt" ;;
+    short)
+      # the backward estimators' short-row tiles: the default (256 elements, 4 a thread)
+      # against one warp a tile (8 a thread) and 1024-element tiles at 8 a thread
+      versions short default w1 wide
+      sed -i 's/^_SHORT_WARP_ELEMS = 128/_SHORT_WARP_ELEMS = 256/' _ab/short/w1/$L _ab/short/wide/$L
+      sed -i 's/^_SHORT_TILE = 256 /_SHORT_TILE = 1024 /' _ab/short/wide/$L
+      timeout 280 python3 benchmarks/ab.py _ab/short/default _ab/short/w1 _ab/short/wide \
+        --est gae,td_lambda,vtrace,retrace,retrace_av \
+        --shapes 32768x8,32768x16,32768x32,32768x64,8192x64,4096x128,16384x128,1024x128,512x32 2>&1 \
+        | tee "$OUT/ab_short.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

@@ -30,6 +30,11 @@ _MAX_BLOCK_T = 2048  # rows up to this many steps are one chunk (no carry betwee
 _LOOP_BLOCK_T = 1024  # chunk of longer rows that are not split in time
 _SHORT_T = 128  # rows up to this many steps are tiled several to a program
 _SHORT_TILE = 256  # elements of a short-row tile
+# elements a warp of a short-row tile takes (4 a thread). Session 9's sweep found one warp
+# (8 a thread) 5-15% faster for GAE and Retrace at 16-32 steps and GAE's [16, 64] on 4
+# warps faster at 32768 x 64 (2026-11-30-h200-s9 notes, section 4): not yet timed side by
+# side (`bash benchmarks/device_run.sh short` does).
+_SHORT_WARP_ELEMS = 128
 _SEG_STEPS = 2048  # steps of a time segment when rows are split: one chunk
 _SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
 _PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
@@ -359,7 +364,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     if forward:
         cap = min(cap, _FWD_ONE_CHUNK_WARPS)
         loop_warps = min(loop_warps, _FWD_LOOP_WARPS)
-    num_warps = max(1, min(cap, elems // (_FWD_WARP_ELEMS if fwd_short else 128)))
+    per_warp = _FWD_WARP_ELEMS if fwd_short else (_SHORT_WARP_ELEMS if p2 <= _SHORT_T else 128)
+    num_warps = max(1, min(cap, elems // per_warp))
     stages = 1
     if segments == 1 and seg_len > block_t:
         num_warps = min(num_warps, loop_warps)
