@@ -26,7 +26,7 @@ name                       default key                         role
 ``value``                  ``"state_value"``                   V(s_t)
 ``next_value``             ``("next", <value>)``               V(s_{t+1}), dense; used as ``next_values``
 ``bootstrap_value``        ``("next", "bootstrap_value")``     V(s_{t+1}) read only at truncated steps and t = T-1
-``advantage``              ``"advantage"``                     written (GAE, V-trace, Retrace)
+``advantage``              ``"advantage"``                     written (GAE, V-trace; Retrace: none, see below)
 ``value_target``           ``"value_target"``                  written (GAE, V-trace, TD(lambda), returns)
 ``sample_log_prob``        ``"sample_log_prob"``               behaviour log mu(a_t|s_t) (V-trace, Retrace)
 ``target_log_prob``        ``"target_log_prob"``               target log pi(a_t|s_t) (V-trace, scalar Retrace)
@@ -112,7 +112,10 @@ Two forms, chosen by which entries the TensorDict holds:
   t = T-1 is ``sum_a next_target_probs * next_action_value`` when both ``("next", ...)``
   entries are present, else ``bootstrap_value``, else none.
 
-Writes ``q_target`` and ``advantage = q_target - E_pi Q(s_t, .)``.
+Writes ``q_target`` (SPEC section 5), and ``advantage = q_target - E_pi Q(s_t, .)`` only
+under a key named for it: ``rt.Retrace(0.99).set_keys(advantage="retrace_advantage")(td)``
+(by default it is not written, so an ``"advantage"`` already in the TensorDict, e.g. a
+GAE's, stays).
 
 Gradients
 ---------
@@ -158,7 +161,7 @@ _VALUE: dict[str, NestedKey] = {
 }
 _LOG_PROBS: dict[str, NestedKey] = {"sample_log_prob": "sample_log_prob", "target_log_prob": "target_log_prob"}
 
-_KEYS: dict[str, dict[str, NestedKey]] = {
+_KEYS: dict[str, dict[str, NestedKey | None]] = {
     "GAE": {**_FLAGS, **_VALUE, "advantage": "advantage", "value_target": "value_target"},
     "TDLambda": {**_FLAGS, **_VALUE, "value_target": "value_target"},
     "DiscountedReturn": {**_FLAGS, "bootstrap_value": _VALUE["bootstrap_value"], "value_target": "value_target"},
@@ -171,7 +174,10 @@ _KEYS: dict[str, dict[str, NestedKey]] = {
         "action": "action",
         "next_action_value": ("next", "action_value"),
         "next_target_probs": ("next", "target_probs"),
-        "advantage": "advantage",
+        # SPEC section 5 writes only q_target for Retrace: its advantage (q_target - E_pi Q)
+        # is written only where set_keys names a key for it, so an "advantage" already in
+        # the TensorDict (a GAE's, say) is not overwritten
+        "advantage": None,
         "q_target": "q_target",
     },
     "EligibilityTrace": {"source": ("next", "reward"), "done": ("next", "done"), "trace": "trace"},
@@ -229,10 +235,10 @@ def _as_tuple(key: NestedKey) -> tuple[str, ...]:
     return (key,) if isinstance(key, str) else tuple(key)
 
 
-def keys_of(assigner: CreditAssigner) -> dict[str, NestedKey]:
+def keys_of(assigner: CreditAssigner) -> dict[str, NestedKey | None]:
     """The effective key table: the defaults, ``("next", <x>)`` keys following a renamed
     ``<x>`` (``next_value`` follows ``value``, as in TorchRL), then the names given to
-    ``set_keys``."""
+    ``set_keys``. None: an output not written (Retrace's ``advantage`` unless named)."""
     keys = dict(_table(assigner))
     given = assigner._keys
     for follower, leader in _FOLLOWS.items():
@@ -381,6 +387,10 @@ def call_on_tensordict(
     if name in ("EligibilityTrace", "EpisodicPrefixSum"):
         x, keep_dim = _get(td, keys["source"], nb, name="source")
         done, _ = _get(td, keys["done"], nb, required=name == "EpisodicPrefixSum", name="done")
+        if done is None and x.dim() > nb:
+            # feature dims [*B, T, *F]: the tensor API learns [*B, T] from the flags, so
+            # traces without a done entry get all-clear flags of the batch shape
+            done = torch.zeros(x.shape[:nb], dtype=torch.bool, device=x.device)
         kw["backend"] = autograd_backend(assigner, backend, x)
         if name == "EligibilityTrace":
             outs = (assigner(x, dones=done, **kw),)
@@ -418,7 +428,7 @@ def call_on_tensordict(
             outs, had = _retrace(assigner, td, keys, nb, r, kw, backend)
             keep_dim = keep_dim or had
     for out_key, out in zip(assigner.output_keys, outs):
-        if out_key is None:
+        if out_key is None or keys[out_key] is None:
             continue
         td.set(keys[out_key], out.unsqueeze(-1) if keep_dim and out.dim() == nb else out)
     return td

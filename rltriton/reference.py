@@ -37,10 +37,11 @@ Example::
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import torch
 from torch import Tensor
+
+from rltriton.results import GAEResult, RetraceResult, VTraceResult
 
 __all__ = [
     "gae",
@@ -76,11 +77,6 @@ def _on_cpu(fn):
         return out.to(device)
 
     return wrapper
-
-
-class _Pair(NamedTuple):
-    first: Tensor
-    second: Tensor
 
 
 def _f(x: Tensor | float, shape: torch.Size) -> Tensor:
@@ -138,7 +134,7 @@ def gae(
     next_values: Tensor | None = None,
     bootstrap_values: Tensor | None = None,
     last_value: Tensor | None = None,
-) -> _Pair:
+) -> GAEResult:
     """GAE: delta_t = r_t + g_t (1 - term_t) nv_t - V_t; A_t = delta_t + g_t l_t (1 - done_t) A_{t+1}, A_T = 0.
 
     Returns ``(advantages, value_targets = advantages + values)`` in float64.
@@ -159,7 +155,7 @@ def gae(
         delta = r[..., t] + g[..., t] * (1 - term[..., t]) * nv[..., t] - v[..., t]
         carry = delta + g[..., t] * lm[..., t] * (1 - done[..., t]) * carry
         adv[..., t] = carry
-    return _Pair(adv, adv + v)
+    return GAEResult(adv, adv + v)
 
 
 @_on_cpu
@@ -246,7 +242,7 @@ def vtrace(
     next_values: Tensor | None = None,
     bootstrap_values: Tensor | None = None,
     last_value: Tensor | None = None,
-) -> _Pair:
+) -> VTraceResult:
     """V-trace with the rlax lambda. Returns ``(value_targets vs, pg advantages)`` in float64.
 
     rho_t = min(rho_bar, e^{lr_t}), c_t = l_t min(c_bar, e^{lr_t});
@@ -286,7 +282,7 @@ def vtrace(
             q = outside
         pg[..., t] = torch.clamp(ratio[..., t], max=pg_rho_bar) * (q - v[..., t])
         carry = new
-    return _Pair(vs, pg)
+    return VTraceResult(vs, pg)
 
 
 @_on_cpu
@@ -304,7 +300,7 @@ def retrace(
     next_values: Tensor | None = None,
     bootstrap_values: Tensor | None = None,
     last_value: Tensor | None = None,
-) -> _Pair:
+) -> RetraceResult:
     """Retrace(lambda). Returns ``(q_targets, advantages = q_targets - state_values)`` in float64.
 
     nv_t = v_{t+1} by the rule of section 2 (with ``state_values`` as the values);
@@ -330,7 +326,7 @@ def retrace(
         delta = r[..., t] + g[..., t] * (1 - term[..., t]) * nv[..., t] - q[..., t]
         carry = delta + g[..., t] * (1 - done[..., t]) * c_next * carry
         out[..., t] = q[..., t] + carry
-    return _Pair(out, out - v)
+    return RetraceResult(out, out - v)
 
 
 @_on_cpu
@@ -348,7 +344,7 @@ def retrace_from_action_values(
     truncated: Tensor | None = None,
     bootstrap_values: Tensor | None = None,
     last_value: Tensor | None = None,
-) -> _Pair:
+) -> RetraceResult:
     """Retrace from per-action values: Q_t = Q(s_t, a_t), v_t = sum_a pi(a|s_t) Q(s_t, a),
     log rho_t = log pi(a_t|s_t) - log mu(a_t|s_t); then :func:`retrace`."""
     av = action_values.to(_F64)

@@ -92,10 +92,14 @@ def test_gae_td_lambda_vtrace_retrace_match_the_tensor_api():
     torch.testing.assert_close(td["value_target"].squeeze(-1), vs, **EXACT)
     torch.testing.assert_close(td["advantage"].squeeze(-1), pg, **EXACT)
 
+    # Retrace writes only "q_target" (SPEC section 5): V-trace's advantage above stays
     rt.Retrace(GAMMA, LAM, c_bar=1.1)(td, backend="torch")
     qt, radv = rt.retrace(x["r"], x["q"], x["v"], x["lr"], gamma=GAMMA, lam=LAM, c_bar=1.1, **kw)
     torch.testing.assert_close(td["q_target"].squeeze(-1), qt, **EXACT)
-    torch.testing.assert_close(td["advantage"].squeeze(-1), radv, **EXACT)
+    torch.testing.assert_close(td["advantage"].squeeze(-1), pg, **EXACT)
+    rt.Retrace(GAMMA, LAM, c_bar=1.1).set_keys(advantage="retrace_advantage")(td, backend="torch")
+    torch.testing.assert_close(td["retrace_advantage"].squeeze(-1), radv, **EXACT)
+    torch.testing.assert_close(td["advantage"].squeeze(-1), pg, **EXACT)
 
 
 def test_discounted_return_reads_only_the_bootstrap_key():
@@ -120,6 +124,24 @@ def test_traces_and_prefix_sums():
     torch.testing.assert_close(td["trace"].squeeze(-1), rt.eligibility_traces(x, gamma=GAMMA, lam=LAM, dones=done),
                                **EXACT)
     torch.testing.assert_close(td["prefix_sum"].squeeze(-1), rt.episodic_prefix_sum(x, done), **EXACT)
+
+
+@pytest.mark.parametrize("with_done", [True, False])
+def test_traces_feature_dims(with_done):
+    """A source with feature dims ([B, T, F], F > 1): the TensorDict's batch dims say where
+    time is, with or without a done entry (without one the tensor API, which learns
+    [*B, T] from the flags, gets all-clear flags), against the float64 reference."""
+    gen = torch.Generator().manual_seed(41)
+    B, T, F = 3, 7, 2
+    x = torch.randn(B, T, F, generator=gen)
+    done = torch.rand(B, T, generator=gen) < 0.3
+    nxt = {"reward": x, **({"done": done} if with_done else {})}
+    td = TensorDict({"next": TensorDict(nxt, [B, T])}, [B, T])
+    rt.EligibilityTrace(GAMMA, LAM)(td)
+    flags = done if with_done else torch.zeros(B, T)
+    ref = rt.reference.eligibility_traces(x, gamma=GAMMA, lam=LAM, dones=flags, n_feature_dims=1)
+    assert td["trace"].shape == (B, T, F)
+    torch.testing.assert_close(td["trace"].double(), ref, rtol=1e-6, atol=1e-6)
 
 
 # --------------------------------------------------------------------------------------
@@ -345,7 +367,7 @@ def _action_td(seed: int, action_form: str) -> tuple[TensorDict, dict]:
 @pytest.mark.parametrize("action_form", ["int", "int1", "onehot"])
 def test_retrace_action_value_form(action_form):
     td, x = _action_td(17, action_form)
-    rt.Retrace(GAMMA, LAM, c_bar=1.2)(td)
+    rt.Retrace(GAMMA, LAM, c_bar=1.2).set_keys(advantage="advantage")(td)
     ref = rt.retrace_from_action_values(
         x["r"], x["av"], x["tp"], x["a"], x["mu"], gamma=GAMMA, lam=LAM, c_bar=1.2, terminated=x["term"],
         truncated=x["trunc"], bootstrap_values=x["boot"],

@@ -552,3 +552,28 @@ def test_zero_gamma_is_termination(backend, name, shape, bootstrap):
         flagged = _outs(_set_flag(_set_flag(case, "terminated", term), "truncated", trunc), backend)
     for i, (z, f) in enumerate(zip(zeroed, flagged)):
         _close(z, f, f"output {i}", T=T)
+
+
+# --------------------------------------------------------------------------- named results
+
+RESULT_TYPES = {"gae": (rt.GAEResult, ("advantages", "value_targets")),
+                "vtrace": (rt.VTraceResult, ("value_targets", "advantages")),
+                "retrace": (rt.RetraceResult, ("q_targets", "advantages")),
+                "retrace_av": (rt.RetraceResult, ("q_targets", "advantages"))}
+
+
+@pytest.mark.parametrize("name", sorted(RESULT_TYPES))
+def test_named_results(name):
+    """SPEC section 4: results with two outputs are named tuples with the fields of the
+    signature, from every backend and from ``rt.reference``'s loops alike; the fields are the
+    same tensors as the positions."""
+    cls, fields = RESULT_TYPES[name]
+    case = make_case(name, (3, 9), seed=91)
+    assert cls._fields == fields
+    outs = [case.fn()(*case.args, **case.kwargs, backend=b) for b in BACKENDS]
+    fn = {"retrace_av": rt.reference.retrace_from_action_values}.get(name) or getattr(rt.reference, name)
+    outs.append(fn(*case.args, **{k: v for k, v in case.kwargs.items() if k not in ("time_dim", "backend")}))
+    for out in outs:
+        assert type(out) is cls, type(out)
+        for i, field in enumerate(fields):
+            assert getattr(out, field) is out[i]

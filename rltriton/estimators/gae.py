@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 from torch import Tensor
 
 from rltriton import reference
 from rltriton.assigner import Coef, CreditAssigner, Problem, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
-
-
-class GAEResult(NamedTuple):
-    """Outputs of GAE, both ``[*B, T]`` in the caller's layout.
-
-    ``advantages``: A_t = delta_t + g_t l_t (1 - done_t) A_{t+1}; ``value_targets``: A_t + V_t.
-
-    Example::
-
-        >>> import torch, rltriton as rt
-        >>> out = rt.gae(torch.ones(1, 2), torch.ones(1, 2), gamma=1.0, lam=1.0)
-        >>> out.advantages, out.value_targets
-        (tensor([[1., 0.]]), tensor([[2., 1.]]))
-    """
-
-    advantages: Tensor
-    value_targets: Tensor
+from rltriton.results import GAEResult
 
 
 class GAE(CreditAssigner):

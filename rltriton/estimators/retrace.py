@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 from torch import Tensor
 
@@ -11,22 +9,7 @@ from rltriton import reference
 from rltriton.assigner import Coef, CreditAssigner, Problem, check_threshold, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
 from rltriton.estimators._shift import shift_next
-
-
-class RetraceResult(NamedTuple):
-    """Outputs of Retrace, both ``[*B, T]``: ``q_targets`` Q_t + D_t with
-    D_t = delta_t + g_t (1 - done_t) c_{t+1} D_{t+1}, and ``advantages = q_targets - v``.
-
-    Example::
-
-        >>> import torch, rltriton as rt
-        >>> z = torch.zeros(1, 2)
-        >>> rt.retrace(torch.ones(1, 2), z, z, z, gamma=1.0).advantages
-        tensor([[2., 1.]])
-    """
-
-    q_targets: Tensor
-    advantages: Tensor
+from rltriton.results import RetraceResult
 
 
 def _retrace_torch(p: Problem, q: Tensor, v: Tensor, log_rhos: Tensor, c_bar: float) -> tuple[Tensor, Tensor]:

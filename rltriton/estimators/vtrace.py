@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 from torch import Tensor
 
@@ -11,22 +9,7 @@ from rltriton import reference
 from rltriton.assigner import Coef, CreditAssigner, Problem, check_threshold, check_unit, instance, is_tensordict
 from rltriton.backends.torch_backend import affine_scan
 from rltriton.estimators._shift import inside_mask, shift_next
-
-
-class VTraceResult(NamedTuple):
-    """Outputs of V-trace, both ``[*B, T]``: ``value_targets`` vs_t = V_t + D_t with
-    D_t = delta_t + g_t (1 - done_t) c_t D_{t+1}, and policy-gradient ``advantages``.
-
-    Example::
-
-        >>> import torch, rltriton as rt
-        >>> z = torch.zeros(1, 2)
-        >>> rt.vtrace(torch.ones(1, 2), z, z, gamma=1.0).value_targets
-        tensor([[2., 1.]])
-    """
-
-    value_targets: Tensor
-    advantages: Tensor
+from rltriton.results import VTraceResult
 
 
 class VTrace(CreditAssigner):
