@@ -15,6 +15,8 @@
 #   ~9 min per call; bench-rest: the estimators bench's 3 minutes leave out, ~3.5; massive:
 #   the massively parallel grid for four estimators against rl-triton, ~4)
 #
+# The GPU machine's copy of the tree may carry a stale .git: give the harness the commit sent,
+# `COMMIT=<sha> bash benchmarks/device_run.sh bench` (the SHA written into the command here).
 # Carry `.whl` and `.peers` with the call (git-ignored; benchmarks/README.md says how to make
 # them) so TorchRL and rl-triton are benchmarked too.
 set -u
@@ -45,11 +47,11 @@ for stage in $stages; do
     tests) timeout 450 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider 2>&1 \
              | tee "$OUT/gpu_tests.log" | grep -E "^FAILED|passed|failed" | sed 's/ - .*//' | head -40 ;;
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
-    bench) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
+    bench) timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
              | tail -40 ;;
-    bench-rest) timeout 200 python3 benchmarks/run.py --grid quick --time-major --max-minutes 3 --no-plots --tag rest \
+    bench-rest) timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid quick --time-major --max-minutes 3 --no-plots --tag rest \
              --estimators retrace_av,traces,prefix_sum --out "$OUT" 2>&1 | tail -30 ;;
-    massive) timeout 230 python3 benchmarks/run.py --grid massive --max-minutes 3.3 --no-plots --tag massive \
+    massive) timeout 230 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --max-minutes 3.3 --no-plots --tag massive \
              --estimators gae,td_lambda,vtrace,retrace --peers rl-triton --out "$OUT" 2>&1 | tail -30 ;;
     sweep) timeout 240 python3 benchmarks/sweep.py gae 2>&1 | tee "$OUT/sweep_gae.log" | grep -v "^ *skip" ;;
     sweep-tm) SWEEP_TIME_MAJOR=1 timeout 300 python3 benchmarks/sweep.py gae \

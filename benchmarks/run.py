@@ -31,19 +31,23 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-HBM_BYTES_PER_S = 4.3e12  # H200 copy bandwidth used for the bandwidth floor
+# The bandwidth floor is bytes / the copy bandwidth measured at the start of each run
+# (copy_bandwidth: a 1 GiB device-to-device copy, far beyond the H200's 50 MB L2). This is
+# what runs before that measurement existed recorded (an H200's, assumed), kept for them.
+HBM_BYTES_PER_S = 4.3e12
+COPY_BW: dict[str, float] = {"B_per_s": HBM_BYTES_PER_S}
 
 GRIDS: dict[str, list[tuple[int, int]]] = {
     "classic": [(64, 512), (128, 1024), (256, 1024), (512, 128), (512, 512), (512, 2048), (512, 4096),
                 (4096, 128), (4096, 512), (4096, 2048), (16384, 128), (16384, 512)],
     "massive": [(n, t) for n in (4096, 8192, 16384, 32768) for t in (8, 16, 32, 64, 128)],
-    "long": [(64, 65536), (16, 131072), (16, 262144), (1, 1048576)],
+    "long": [(64, 65536), (16, 131072), (16, 262144), (1, 1048576), (1, 4194304)],
     "quick": [(4096, 128), (16384, 512), (512, 4096), (32768, 8), (32768, 64), (16, 262144), (1, 1048576)],
 }
 SMOKE_SHAPES = [("classic", (4, 16)), ("massive", (16, 8)), ("long", (2, 300))]
 LONG_GOAL_SHAPES = {(16, 262144), (1, 1048576)}
 PEERS = ("torch.compile", "torchrl", "cleanrl", "rl-triton", "pufferlib")
-COLORS = {"rltriton": "C0", "rltriton[torch]": "C1", "rltriton(lp)": "C9", "rltriton(bare)": "C7",
+COLORS = {"rltriton": "C0", "rltriton[torch]": "C1", "rltriton(lp)": "C9", "rltriton(bare)": "C7", "rltriton(tm)": "C8",
           "torch.compile": "C2", "torchrl": "C4", "cleanrl": "C3", "rl-triton": "C6", "pufferlib": "C5"}
 
 
@@ -61,7 +65,7 @@ def category(shape: tuple[int, int]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--grid", default="quick", help="comma list of classic,massive,long,quick (default quick)")
-    p.add_argument("--shapes", default="", help="extra/override shapes, e.g. 4096x128,16x262144")
+    p.add_argument("--shapes", default="", help="these shapes instead of the grid's, e.g. 4096x128,16x262144")
     p.add_argument("--estimators", default="all",
                    help="comma list of gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces,prefix_sum "
                         "or all (retrace_av: the action form, 4 actions)")
@@ -91,6 +95,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--from-json", default="", metavar="PATH",
                    help="only re-render the markdown and plots of an earlier run's JSON (next to it, or in --out)")
+    p.add_argument("--commit", default="",
+                   help="the commit to record instead of git's (the GPU machine's copy of the tree may carry "
+                        "a stale .git: pass the SHA of the tree sent); with --from-json, corrects an earlier "
+                        "run's record")
     p.add_argument("--smoke", action="store_true",
                    help="CPU harness check: tiny shapes, TRITON_INTERPRET=1, perf_counter timing")
     return p.parse_args(argv)
@@ -130,6 +138,9 @@ def source_digest() -> str:
 
 def git_commit() -> dict[str, Any]:
     info: dict[str, Any] = {"source_digest": source_digest()}
+    if ARGS.commit:
+        info.update(commit=ARGS.commit, source="--commit")
+        return info
     try:
         info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                                         check=True, timeout=10).stdout.strip()
@@ -210,6 +221,38 @@ def one_call_us(fn) -> float:
     fn()
     sync()
     return (time.perf_counter() - a) * 1e6
+
+
+def copy_bandwidth() -> float:
+    """Bytes per second of a device-to-device copy (each byte read and written counts), the
+    best of 5 timings of 10 copies of 1 GiB: DRAM bandwidth, not L2's. With --smoke, a
+    64 MiB copy on the CPU."""
+    n = (1 << 24) if ARGS.smoke else (1 << 28)  # float32 elements
+    dev = "cpu" if ARGS.smoke else "cuda"
+    x = torch.ones(n, device=dev)
+    y = torch.empty_like(x)
+    y.copy_(x)
+    sync()
+    best = float("inf")
+    for _ in range(5):
+        if ARGS.smoke:
+            a = time.perf_counter()
+            for _ in range(10):
+                y.copy_(x)
+            t = (time.perf_counter() - a) / 10
+        else:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(10):
+                y.copy_(x)
+            end.record()
+            end.synchronize()
+            t = start.elapsed_time(end) / 1e3 / 10
+        best = min(best, t)
+    del x, y
+    if not ARGS.smoke:
+        torch.cuda.empty_cache()
+    return 2 * n * 4 / best
 
 
 def plan(t0_us: float) -> dict[str, int]:
@@ -342,7 +385,7 @@ def run_row(est: str, shape: tuple[int, int], cat: str, status, seed: int) -> di
     nbytes = sum(x.numel() * x.element_size() for x in ins + outs)
     row["bytes"] = nbytes
     row["floor_inputs"] = [f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in ins]
-    row["bw_floor_us"] = nbytes / HBM_BYTES_PER_S * 1e6
+    row["bw_floor_us"] = nbytes / COPY_BW["B_per_s"] * 1e6
     entries = [Entry("floor", common.stream_floor(ins, outs), True, "streaming Triton kernel, same bytes")]
 
     cands, skipped = build_candidates(est, ro, status)
@@ -470,19 +513,27 @@ def goal_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({"row": tag, "goal": "device <= 1.25 x floor", "value": q, "shown": f"{fmt(q, 2)}x",
                         "pass": q is not None and q <= 1.25})
         else:
+            # BENCHMARKS.md names two long rows; the others are shown, not counted
             q = ratio(ours["device_us"], r["bw_floor_us"])
-            goal = "device <= 2 x bandwidth floor" + (" (goal row)" if shape in LONG_GOAL_SHAPES else "")
+            goal = "device <= 2 x bandwidth floor" + ("" if shape in LONG_GOAL_SHAPES else " (not a goal row)")
             out.append({"row": tag, "goal": goal, "value": q, "shown": f"{fmt(q, 2)}x",
-                        "pass": q is not None and q <= 2.0})
+                        "pass": q is not None and q <= 2.0, "info": shape not in LONG_GOAL_SHAPES})
+        tm = r["candidates"].get("rltriton(tm)")
+        if tm and tm.get("device_us") is not None:
+            q = ratio(tm["device_us"], ours["device_us"])
+            out.append({"row": tag, "goal": "time-major device <= 1.25 x batch-major", "value": q,
+                        "shown": f"{fmt(q, 2)}x", "pass": q is not None and q <= 1.25 and tm.get("ok") is not False})
         bare = r["candidates"].get("rltriton(bare)")
         if ours.get("full_us") is not None and bare and bare.get("full_us") is not None:
             d = ours["full_us"] - bare["full_us"]
             out.append({"row": tag, "goal": "full call <= bare launch of the same kernels + 5 us", "value": d,
                         "shown": f"{d:+.1f} µs", "pass": d <= 5.0})
         if ours.get("full_us") is not None and fl.get("full_us") is not None:
+            # not a goal of BENCHMARKS.md (that one is the bare launch above): the floor kernel
+            # has a few arguments, ours ~50, so this shows the launcher's cost per argument
             d = ours["full_us"] - fl["full_us"]
-            out.append({"row": tag, "goal": "full call <= floor kernel's full call + 5 us", "value": d,
-                        "shown": f"{d:+.1f} µs", "pass": d <= 5.0})
+            out.append({"row": tag, "goal": "full call - floor kernel's full call (not a goal)", "value": d,
+                        "shown": f"{d:+.1f} µs", "pass": d <= 5.0, "info": True})
         for peer in ("rl-triton", "pufferlib"):
             pc = r["candidates"].get(peer)
             if not pc or pc.get("full_us") is None:
@@ -516,7 +567,9 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     L.append("")
     L.append("Times in µs. **device**: CUDA-graph replay per call; **full**: events around one call "
              "after a synchronize (median per trial, min over trials), min over interleaved rounds. "
-             "floor: streaming Triton kernel moving the same bytes; bw floor: bytes / 4.3e12 B/s. "
+             "floor: streaming Triton kernel moving the same bytes; bw floor: bytes / "
+             f"{meta.get('bandwidth_B_per_s', HBM_BYTES_PER_S):.3g} B/s "
+             f"({meta.get('bandwidth_source', 'assumed: an H200 copy bandwidth')}). "
              "✗: output does not match the float64 oracle (timed anyway). —: not run / not capturable.")
     L.append("")
     L.append("Peers: " + "; ".join(f"**{k}**: {v[1]}" for k, v in meta["peer_status"].items()))
@@ -596,21 +649,23 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     L.append("## Goal checks (BENCHMARKS.md)")
     L.append("")
     if checks:
-        n_pass = sum(c["pass"] for c in checks)
-        L.append(f"{n_pass} of {len(checks)} pass.")
+        goals = [c for c in checks if not c.get("info")]
+        n_pass = sum(c["pass"] for c in goals)
+        L.append(f"{n_pass} of {len(goals)} pass (rows marked *not a goal* are shown only).")
         L.append("")
         L.append("| goal | pass | fail |")
         L.append("| --- | --- | --- |")
         kinds: dict[str, list[bool]] = {}
         for c in checks:
-            kinds.setdefault(c["goal"].replace(" (goal row)", ""), []).append(c["pass"])
+            kinds.setdefault(c["goal"], []).append(c["pass"])
         for k, v in kinds.items():
             L.append(f"| {k} | {sum(v)} | {len(v) - sum(v)} |")
         L.append("")
         L.append("| row | goal | value | verdict |")
         L.append("| --- | --- | --- | --- |")
         for c in checks:
-            L.append(f"| {c['row']} | {c['goal']} | {c.get('shown', '—')} | {'pass' if c['pass'] else '**FAIL**'} |")
+            verdict = ("(pass)" if c["pass"] else "(over)") if c.get("info") else ("pass" if c["pass"] else "**FAIL**")
+            L.append(f"| {c['row']} | {c['goal']} | {c.get('shown', '—')} | {verdict} |")
     else:
         L.append("No device figures (smoke run or nothing measured).")
     L.append("")
@@ -739,9 +794,15 @@ def rerender(path: str) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / src.stem
     meta, rows = d["meta"], d["rows"]
+    if ARGS.commit:
+        meta["git"] = {**meta["git"], "recorded_commit": meta["git"].get("commit"), "commit": ARGS.commit,
+                       "dirty_files": [], "source": "--commit at re-render"}
     if not ARGS.no_plots:
         meta["plots"] = plots(rows, stem)
     Path(f"{stem}.md").write_text(markdown(meta, rows))
+    if ARGS.commit:  # the corrected record (and the goal checks of this version) go to the JSON too
+        Path(f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows, "goal_checks": goal_checks(rows)},
+                                                   indent=1, default=str))
     print(f"wrote {stem}.md" + "".join(f", {x}" for x in meta.get("plots", [])))
     print(short_table(rows))
     return 0
@@ -823,12 +884,16 @@ def main() -> int:
         "versions": versions(),
         "git": git_commit(),
         "peer_status": {k: [ok, why] for k, (ok, why) in status.items()},
-        "bandwidth_B_per_s": HBM_BYTES_PER_S,
+        "bandwidth_B_per_s": COPY_BW["B_per_s"],
         "method": "interleaved rounds; full = common.full_call_us, device = common.device_time_us; "
                   "min over rounds" if not ARGS.smoke else
                   "SMOKE: CPU, TRITON_INTERPRET=1, perf_counter timing; figures are not benchmarks",
         "notes": [],
     }
+    COPY_BW["B_per_s"] = meta["bandwidth_B_per_s"] = copy_bandwidth()
+    meta["bandwidth_source"] = "measured: a 1 GiB device-to-device copy, best of 5" if not ARGS.smoke else \
+        "measured: a 64 MiB CPU copy (smoke)"
+    print(f"[bandwidth] copy: {COPY_BW['B_per_s'] / 1e12:.2f} TB/s", flush=True)
     if not ARGS.smoke:
         meta["device"] = {"name": gname, "capability": list(torch.cuda.get_device_capability(0)),
                           "memory_GiB": round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1)}
@@ -893,7 +958,7 @@ def main() -> int:
     print(f"wrote {stem}.json, {stem}.md" + (f" and {len(pngs)} plots ({stem}-<estimator>.png)" if pngs else ""))
     for n in meta["notes"]:
         print("note:", n)
-    checks = goal_checks(rows)
+    checks = [c for c in goal_checks(rows) if not c.get("info")]
     if checks:
         print(f"goal checks: {sum(c['pass'] for c in checks)} of {len(checks)} pass (see the .md)")
     print()
