@@ -10,7 +10,8 @@ advantages + values`` by::
 
 It returns the same ``[num_steps, num_envs]`` tensors as CleanRL's loop (equal to float64
 rounding; float32 buffers give float32 rounding), reading the time-major buffers in place
-(``time_dim=0``, no transpose or copy of the rollout).
+(``time_dim=0``, no transpose or copy of rewards and values; the transitions' flags, ``dones``
+shifted by one with ``next_done`` appended, are one new ``[T, N]`` tensor).
 
 CleanRL's conventions (kept by the ``compute_*`` functions)
 -----------------------------------------------------------

@@ -58,9 +58,10 @@ Other differences
 -----------------
 * Outputs have the dtype of the values, as TorchRL's (rltriton computes in float32, or
   float64 for float64 inputs, and casts back). With float64 values TorchRL rounds gamma to
-  float32 (``gamma * (~done).int()`` is a float32 tensor), rltriton does not: the results
-  differ at about 1e-7. TorchRL's vectorised TD(1)/TD(lambda) fail on float64 values with a
-  per-step float32 gamma (``steps_to_next_obs``); these classes do not.
+  float32 (``gamma * (~done).int()`` is a float32 tensor), rltriton does not: TorchRL's
+  float64 results are off by about 1e-7 relative per step of horizon. TorchRL's vectorised
+  TD(1)/TD(lambda) fail on float64 values with a per-step float32 gamma
+  (``steps_to_next_obs``); these classes do not.
 * Gradients: the torch backend is differentiable, the Triton kernels are not. With
   ``backend="auto"`` (the default), a call made with grad enabled on an input that requires
   grad (``differentiable=True`` with a reward or value that carries grad) runs rltriton's
