@@ -660,7 +660,10 @@ def pufferlib_status() -> tuple[bool, str]:
     try:
         import pufferlib
     except Exception as exc:  # noqa: BLE001
-        return False, f"import pufferlib failed: {type(exc).__name__}: {exc}"
+        return False, (f"import pufferlib failed: {type(exc).__name__}: {exc}. PyPI has no Linux build of "
+                       "the CUDA op (checked 2026-11-30: pufferlib 2.0.2's Linux wheel has a CPU GAE only, "
+                       "pufferlib-core 3.0.9 a macOS binary and the CPU source); it needs PufferLib's "
+                       "repository built with nvcc (see benchmarks/README.md)")
     try:
         try:
             from pufferlib import _C  # noqa: F401  (registers torch.ops.pufferlib)
