@@ -7,6 +7,8 @@
 #   ... [bench-rest] [massive] [adopted] [fwd]
 #   (fwd, ~4 min: the forward kernel's tiles, launch._FWD_TILES: GPU tests, then an A/B)
 #   (short, ~4 min: an A/B of the backward estimators' short-row tiles, launch._SHORT_WARP_ELEMS)
+#   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
+#   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
 #   defaults against them: launch._GROUP_SCAN_FLAT, _GROUP_SCAN_LOOP, _LOOP_MAXNREG)
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
@@ -102,6 +104,12 @@ for stage in $stages; do
         --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 32768x8,32768x16,32768x32,32768x64,8192x64,4096x128,16384x128,1024x128,512x32 2>&1 \
         | tee "$OUT/ab_short.txt" ;;
+    grid=*)
+      # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
+      # with every peer and the time-major column, in one call (~8 min at most; then the next slice)
+      spec=${stage#grid=}; g=${spec%%:*}; e=${spec#*:}
+      timeout 560 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid "$g" --estimators "$e" --time-major \
+        --max-minutes 8 --no-plots --tag "${g//,/-}-${e//,/-}" --out "$OUT" 2>&1 | tail -40 ;;
     *) echo "unknown stage $stage" ;;
   esac
 done
