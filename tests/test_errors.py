@@ -322,6 +322,19 @@ def test_non_floating_values_are_type_error(est_name):
                 assert name in msg
 
 
+def test_traces_feature_dims_without_dones_hint():
+    """Without dones, eligibility traces read x as [*B, T]: an initial carry (or a per-step
+    coefficient) shaped for feature dims is a ValueError that names the way to give them."""
+    x = torch.ones(2, 5, 3)  # meant as [B, T, F]
+    with pytest.raises(ValueError, match=r"initial: expected .*got \(2, 3\).*pass dones"):
+        rt.eligibility_traces(x, gamma=0.5, lam=1.0, initial=torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"gamma: expected .*pass dones"):
+        rt.eligibility_traces(x, gamma=torch.full((2, 5), 0.5), lam=1.0)
+    out = rt.eligibility_traces(x, gamma=0.5, lam=1.0, initial=torch.zeros(2, 3), dones=torch.zeros(2, 5))
+    assert out.shape == (2, 5, 3)
+    torch.testing.assert_close(out[:, :, 0], torch.tensor([[1.0, 1.5, 1.75, 1.875, 1.9375]] * 2))
+
+
 def test_retrace_actions_must_be_integer():
     est = ESTS["retrace_from_action_values"]
     x = inputs(est)

@@ -31,10 +31,18 @@ def _forward_problem(
             raise ValueError(
                 f"x: expected shape {tuple(dones.shape)} + feature dims (the shape of dones), got {tuple(x.shape)}"
             )
-    return assigner._problem(
-        {}, flags={"dones": dones}, gamma=gamma, lam=lam, features={"x": x}, row_tensors={"initial": initial},
-        time_dim=time_dim, n_feature_dims=n_feat,
-    )
+    try:
+        return assigner._problem(
+            {}, flags={"dones": dones}, gamma=gamma, lam=lam, features={"x": x}, row_tensors={"initial": initial},
+            time_dim=time_dim, n_feature_dims=n_feat,
+        )
+    except ValueError as exc:
+        if dones is None and isinstance(x, Tensor) and x.dim() > 1 and (initial is not None or isinstance(
+                gamma, Tensor) or isinstance(lam, Tensor)):
+            # the likely cause: feature dims on x, which only dones can reveal
+            raise ValueError(f"{exc} (without dones, x is read as [*B, T] with no feature dims: pass dones, "
+                             "all False if no episode ends, to give x [*B, T, *F])") from None
+        raise
 
 
 def _forward_scan_torch(p: Problem, beta: Tensor) -> Tensor:
