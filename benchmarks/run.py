@@ -787,6 +787,12 @@ def parse_shapes(spec: str) -> list[tuple[int, int]]:
     return out
 
 
+def write_json(stem: Path, meta: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    """``<stem>.json``: the run's record, its rows and their goal checks."""
+    Path(f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows, "goal_checks": goal_checks(rows)},
+                                               indent=1, default=str))
+
+
 def rerender(path: str) -> int:
     src = Path(path)
     d = json.loads(src.read_text())
@@ -801,8 +807,7 @@ def rerender(path: str) -> int:
         meta["plots"] = plots(rows, stem)
     Path(f"{stem}.md").write_text(markdown(meta, rows))
     if ARGS.commit:  # the corrected record (and the goal checks of this version) go to the JSON too
-        Path(f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows, "goal_checks": goal_checks(rows)},
-                                                   indent=1, default=str))
+        write_json(stem, meta, rows)
     print(f"wrote {stem}.md" + "".join(f", {x}" for x in meta.get("plots", [])))
     print(short_table(rows))
     return 0
@@ -907,8 +912,7 @@ def main() -> int:
     def write() -> None:
         meta["finished"] = _dt.datetime.now().isoformat(timespec="seconds")
         meta["elapsed_s"] = round(time.perf_counter() - t_begin, 1)
-        Path(f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows, "goal_checks": goal_checks(rows)},
-                                                   indent=1, default=str))
+        write_json(stem, meta, rows)
         Path(f"{stem}.md").write_text(markdown(meta, rows))
 
     def on_term(signum, frame):  # a timeout's SIGTERM: leave what was measured

@@ -327,9 +327,10 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     fwd_short = forward and _FWD_SHORT_MIN_T <= p2 <= _SHORT_T
     if p2 <= _SHORT_T:
         block_t = min(p2, _MAX_BLOCK_T)
-        block_n = max(1, min(_SHORT_TILE // block_t, _next_pow2(max(R, 1))))
+        rows_p2 = _next_pow2(max(R, 1))
+        block_n = max(1, min(_SHORT_TILE // block_t, rows_p2))
         if fwd_short:
-            wide = max(block_n, min(_FWD_SHORT_TILE // block_t, _next_pow2(max(R, 1))))
+            wide = max(block_n, min(_FWD_SHORT_TILE // block_t, rows_p2))
             while wide > block_n and _cdiv(R, wide) < target:
                 wide //= 2
             fwd_short = wide > block_n  # (else the backward kernels' tile and warps)
