@@ -7,6 +7,7 @@
 #   ... [bench-rest] [massive] [adopted] [fwd]
 #   (fwd, ~4 min: the forward kernel's tiles, launch._FWD_TILES: GPU tests, then an A/B)
 #   (short, ~4 min: an A/B of the backward estimators' short-row tiles, launch._SHORT_WARP_ELEMS)
+#   (lookback, ~5 min: launch._LOOKBACK's GPU tests, then an A/B against the two-pass split)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -104,6 +105,16 @@ for stage in $stages; do
         --est gae,td_lambda,vtrace,retrace,retrace_av \
         --shapes 32768x8,32768x16,32768x32,32768x64,8192x64,4096x128,16384x128,1024x128,512x32 2>&1 \
         | tee "$OUT/ab_short.txt" ;;
+    lookback)
+      # the single-pass decoupled look-back (launch._LOOKBACK) for split rows: its GPU tests,
+      # then an A/B of the two-pass split (default) against it
+      gpu_tests 200 lookback lookback_tests.log
+      versions lookback two_pass lookback
+      sed -i 's/^_LOOKBACK = False/_LOOKBACK = True/' _ab/lookback/lookback/$L
+      timeout 240 python3 benchmarks/ab.py _ab/lookback/two_pass _ab/lookback/lookback \
+        --est gae,td_lambda,vtrace,retrace,retrace_av,traces \
+        --shapes 16x262144,1x1048576,64x65536,1x4194304,128x16384,256x8192 2>&1 \
+        | tee "$OUT/ab_lookback.txt" ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)
