@@ -109,12 +109,19 @@ for stage in $stages; do
       # the single-pass decoupled look-back (launch._LOOKBACK) for split rows: its GPU tests,
       # then an A/B of the two-pass split (default) against it
       gpu_tests 200 lookback lookback_tests.log
-      versions lookback two_pass lookback
-      sed -i 's/^_LOOKBACK = False/_LOOKBACK = True/' _ab/lookback/lookback/$L
-      timeout 240 python3 benchmarks/ab.py _ab/lookback/two_pass _ab/lookback/lookback \
+      versions lookback two_pass lookback lb_atomics
+      sed -i 's/^_LOOKBACK = False/_LOOKBACK = True/' _ab/lookback/lookback/$L _ab/lookback/lb_atomics/$L
+      sed -i 's/^_LOOKBACK_ASM = True/_LOOKBACK_ASM = False/' _ab/lookback/lb_atomics/$L
+      timeout 240 python3 benchmarks/ab.py _ab/lookback/two_pass _ab/lookback/lookback _ab/lookback/lb_atomics \
         --est gae,td_lambda,vtrace,retrace,retrace_av,traces \
         --shapes 16x262144,1x1048576,64x65536,1x4194304,128x16384,256x8192 2>&1 \
         | tee "$OUT/ab_lookback.txt" ;;
+    sweep-lb)
+      # every plan of the long rows, the look-back's among them (lookback = True in the plan)
+      for e in gae traces; do
+        SWEEP_VERBOSE=1 timeout 150 python3 benchmarks/sweep.py $e 16x262144,1x1048576,512x4096 2>&1 \
+          | tee "$OUT/sweep_lb_$e.log" | grep -E "True|WRONG| / "
+      done ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)
