@@ -8,6 +8,7 @@
 #   (fwd, ~4 min: the forward kernel's tiles, launch._FWD_TILES: GPU tests, then an A/B)
 #   (short, ~4 min: an A/B of the backward estimators' short-row tiles, launch._SHORT_WARP_ELEMS)
 #   (lookback, ~5 min: launch._LOOKBACK's GPU tests, then an A/B against the two-pass split)
+#   (profile, ~2 min: per-kernel times and registers, benchmarks/profile_kernels.py)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -109,10 +110,9 @@ for stage in $stages; do
       # the single-pass decoupled look-back (launch._LOOKBACK) for split rows: its GPU tests,
       # then an A/B of the two-pass split (default) against it
       gpu_tests 200 lookback lookback_tests.log
-      versions lookback two_pass lookback lb_atomics
-      sed -i 's/^_LOOKBACK = False/_LOOKBACK = True/' _ab/lookback/lookback/$L _ab/lookback/lb_atomics/$L
-      sed -i 's/^_LOOKBACK_ASM = True/_LOOKBACK_ASM = False/' _ab/lookback/lb_atomics/$L
-      timeout 240 python3 benchmarks/ab.py _ab/lookback/two_pass _ab/lookback/lookback _ab/lookback/lb_atomics \
+      versions lookback two_pass lookback
+      sed -i 's/^_LOOKBACK = False/_LOOKBACK = True/' _ab/lookback/lookback/$L
+      timeout 240 python3 benchmarks/ab.py _ab/lookback/two_pass _ab/lookback/lookback \
         --est gae,td_lambda,vtrace,retrace,retrace_av,traces \
         --shapes 16x262144,1x1048576,64x65536,1x4194304,128x16384,256x8192 2>&1 \
         | tee "$OUT/ab_lookback.txt" ;;
@@ -122,6 +122,12 @@ for stage in $stages; do
         SWEEP_VERBOSE=1 timeout 150 python3 benchmarks/sweep.py $e 16x262144,1x1048576,512x4096 2>&1 \
           | tee "$OUT/sweep_lb_$e.log" | grep -E "True|WRONG| / "
       done ;;
+    profile)
+      # per-kernel times (torch.profiler) and registers of the split passes and the look-back
+      P="timeout 100 python3 benchmarks/profile_kernels.py"
+      { $P gae 16x262144,1x1048576,1x4194304,512x4096; $P gae 16x262144,1x1048576,1x4194304 _LOOKBACK=True
+        $P td_lambda 16x262144,1x1048576,32768x8,32768x64,4096x128; $P traces 16x262144,1x1048576; } 2>&1 \
+        | tee "$OUT/profile.log" | grep -v "^ *$" | head -120 ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)

@@ -84,7 +84,6 @@ _FWD_ONE_CHUNK_WARPS = 8
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Off until
 # it has been verified and timed on the GPU (it passes the interpreter tests).
 _LOOKBACK = False
-_LOOKBACK_ASM = True  # poll the look-back flags with acquire loads, not atomics (PHASE 4)
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
 # H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
@@ -717,9 +716,7 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
         # S_BLOCK: the look-back window, at least one element per thread (as below)
         window = max(32, 32 * pl.num_warps // pl.block_n)
         # not replayable: the flags must start zeroed, and the maps are views of one buffer
-        # PHASE 4 polls the flags with inline-PTX acquire loads (CUDA); 3 with atomics (interpreter)
-        phase = 4 if torch.device(device).type == "cuda" and _LOOKBACK_ASM else 3
-        return [(kernel, (rows_grid * pl.segments, 1), full, dict(PHASE=phase, S_BLOCK=window, **common))], None
+        return [(kernel, (rows_grid * pl.segments, 1), full, dict(PHASE=3, S_BLOCK=window, **common))], None
     # summaries: [lanes, segments], segment-major for time-major tiles (scan.summary_strides)
     sum_a = torch.empty(lanes * pl.segments, dtype=dtype, device=device)
     sum_b = torch.empty(lanes * pl.segments, dtype=dtype, device=device)

@@ -574,7 +574,7 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
     take 16 rows per thread and push lanes along time. Values read per row must keep that
     layout: see :func:`next_state_values` for ``last_value``."""
     n_segs = tl.cdiv(T, SEG)
-    if PHASE >= 3:
+    if PHASE == 3:
         ticket = tl.atomic_add(state_ptr, 1)
         rb = ticket // n_segs
         k = ticket % n_segs
@@ -619,27 +619,8 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
 
 
 @triton.jit
-def load_acquire(ptr, mask, ASM: tl.constexpr):
-    """The int32 flags at ``ptr`` read with acquire semantics (the maps a flag announces are
-    read after it). ``ASM``: a plain ``ld.acquire.gpu`` per element (inline PTX, CUDA only;
-    ``ptr`` must be valid where ``mask`` is false); else an atomic add of 0, which the CPU
-    interpreter runs but which serialises at the L2 when many programs poll one flag."""
-    if ASM:
-        return tl.inline_asm_elementwise(
-            asm="ld.acquire.gpu.global.b32 $0, [$1];",
-            constraints="=r,l",
-            args=[ptr],
-            dtype=tl.int32,
-            is_pure=False,
-            pack=1,
-        )
-    else:
-        return tl.atomic_add(ptr, tl.zeros(ptr.shape, tl.int32), mask=mask, sem="acquire")
-
-
-@triton.jit
 def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
-                   REVERSE: tl.constexpr, W: tl.constexpr, ASM: tl.constexpr = False):
+                   REVERSE: tl.constexpr, W: tl.constexpr):
     """Publish this segment's aggregate map (agg_a, agg_b) [BN], look back for the carry
     entering it, publish the inclusive value, and return the carry [BN].
 
@@ -649,7 +630,6 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
     with no inclusive value in the window (but every aggregate there) it composes the whole
     window and moves W segments further back; otherwise it re-reads the window. One round
     trip covers W segments, so a program is not held up by a chain of predecessors.
-    ``ASM`` (PHASE 4, CUDA): the flags are polled by plain acquire loads (:func:`load_acquire`).
     """
     off = rows * n_segs + seg  # [BN, 1]
     first = seg == n_segs - 1 if REVERSE else seg == 0
@@ -674,7 +654,7 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
                 inside = js >= 0
             live = (done == 0)[:, None] & inside
             oj = rows * n_segs + js
-            f = load_acquire(state_ptr + 1 + tl.where(live, oj, 0), live, ASM)
+            f = tl.atomic_add(state_ptr + 1 + oj, tl.zeros(js.shape, tl.int32), mask=live, sem="acquire")
             # beyond the first segment in scan order nothing is needed: count it as inclusive
             f = tl.where(live, f, 2)
             k_inc = tl.min(tl.where(f == 2, ks, W + 1), axis=1)  # [BN], W + 1: none in the window
@@ -704,13 +684,13 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 
 @triton.jit
 def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                         REVERSE: tl.constexpr, W: tl.constexpr, ASM: tl.constexpr = False):
+                         REVERSE: tl.constexpr, W: tl.constexpr):
     """PHASE 3 for a group-form tile scanned in two levels (:func:`group_scan`): the tile's
     composed map (:func:`group_map`) published and the carry entering it found by
     :func:`lookback_carry` (``init``: the value entering the first segment in scan order)."""
     agg_a, agg_b = group_map(alpha, beta)
     return lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
-                          REVERSE, W, ASM)
+                          REVERSE, W)
 
 
 @triton.jit
@@ -729,14 +709,14 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR)
-    if PHASE >= 3 and len(alpha.shape) == 3:
+    if PHASE == 3 and len(alpha.shape) == 3:
         c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
-                                 n_segs, REVERSE, W, PHASE == 4)
+                                 n_segs, REVERSE, W)
         return scan_tile(alpha, beta, c)
-    elif PHASE >= 3:
+    elif PHASE == 3:
         a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_column(a, REV), last_column(b, REV), carry, REVERSE, W, PHASE == 4)
+                           last_column(a, REV), last_column(b, REV), carry, REVERSE, W)
         out = a + b * c[:, None]
         return out, last_column(out, REV)
     else:
@@ -753,17 +733,17 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR)
-    if PHASE >= 3 and len(alpha.shape) == 3:
+    if PHASE == 3 and len(alpha.shape) == 3:
         c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
-                                 n_segs, REVERSE, W, PHASE == 4)
+                                 n_segs, REVERSE, W)
         return scan_tile_lagged(alpha, beta, c)
-    elif PHASE >= 3:
+    elif PHASE == 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
         p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged,
                                          reverse=REV)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_column(x, REV), last_column(p, REV), carry, REVERSE, W, PHASE == 4)
+                           last_column(x, REV), last_column(p, REV), carry, REVERSE, W)
         out = x + p * c[:, None]
         return out, y + q * c[:, None], last_column(out, REV)
     else:
