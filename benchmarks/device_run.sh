@@ -128,6 +128,12 @@ for stage in $stages; do
       { $P gae 16x262144,1x1048576,1x4194304,512x4096; $P gae 16x262144,1x1048576,1x4194304 _LOOKBACK=True
         $P td_lambda 16x262144,1x1048576,32768x8,32768x64,4096x128; $P traces 16x262144,1x1048576; } 2>&1 \
         | tee "$OUT/profile.log" | grep -v "^ *$" | head -120 ;;
+    sweep-tm-few)
+      # time-major storage with fewer rows than launch._TM_MIN_ROWS: every plan, the tiles as wide as the rows among them
+      for e in gae vtrace traces; do
+        SWEEP_TIME_MAJOR=1 SWEEP_VERBOSE=1 timeout 100 python3 benchmarks/sweep.py $e 16x262144,64x65536 2>&1 \
+          | tee "$OUT/sweep_tm_few_$e.log" | grep -v "^ *skip" | sort -t' ' -k1,1 | tail -60
+      done ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)
