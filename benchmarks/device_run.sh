@@ -9,6 +9,7 @@
 #   (short, ~4 min: an A/B of the backward estimators' short-row tiles, launch._SHORT_WARP_ELEMS)
 #   (lookback, ~5 min: launch._LOOKBACK's GPU tests, then an A/B against the two-pass split)
 #   (profile, ~2 min: per-kernel times and registers, benchmarks/profile_kernels.py)
+#   (tm-few, ~4 min: the few-rows time-major tiles' GPU tests and A/B)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -134,6 +135,13 @@ for stage in $stages; do
         SWEEP_TIME_MAJOR=1 SWEEP_VERBOSE=1 timeout 100 python3 benchmarks/sweep.py $e 16x262144,64x65536 2>&1 \
           | tee "$OUT/sweep_tm_few_$e.log" | grep -v "^ *skip" | tail -40
       done ;;
+    tm-few)
+      # few time-major rows (launch._TM_FEW_KINDS): their GPU tests, then the generic tiles -> the few-rows tiles
+      gpu_tests 150 few_rows tm_few_tests.log
+      versions tm_few generic default
+      sed -i 's/^_TM_FEW_KINDS = .*/_TM_FEW_KINDS = frozenset()/' _ab/tm_few/generic/$L
+      timeout 220 python3 benchmarks/ab.py _ab/tm_few/generic _ab/tm_few/default --est gae_tm,td_lambda_tm,traces_tm \
+        --shapes 16x262144,4x262144,16x131072,2x524288,9x200000 2>&1 | tee "$OUT/ab_tm_few.txt" ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)

@@ -279,6 +279,19 @@ def test_lookback_split(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "traces", "prefix_sum"])
+@pytest.mark.parametrize("shape", [(16, 262144), (3, 140000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_time_major_few_rows(shape, name):
+    """Few time-major rows take one tile as wide as the rows, split in time
+    (launch._TM_FEW_KINDS), at the default constants, against float64."""
+    from rltriton.kernels import launch
+
+    case = on_gpu(make_case(name, shape, time_major=True, seed=9))
+    assert launch.plan_time_major(shape[0], shape[1], launch._sm_count(0), few=True) is not None
+    ref = as_f64(case)(backend="torch")
+    _compare(case, ref, f"{name} {shape} time-major, few rows")
+
+
 def _misaligned(x: torch.Tensor) -> torch.Tensor:
     """``x`` copied into a buffer one element in: same strides, base address 4 bytes past a
     16-byte boundary."""

@@ -176,6 +176,24 @@ _TM_WIDE_KINDS = frozenset({"vtrace", "retrace"})
 _TM_WIDE_MIN_BLOCKS = 128
 _TM_WIDE_STEPS = 64
 _TM_WIDE_WARPS = 8
+# Few rows (_TM_FEW_MIN_ROWS to _TM_FEW_MAX_ROWS) of many steps, time-major: the generic
+# tiles read each row along a stride of R elements, so a 32-byte sector serves one row and
+# is fetched again for every other row. For the kinds of _TM_FEW_KINDS ("forward": traces
+# and prefix sums) a tile as wide as the rows (a power of two, at least 4: one 16-byte access
+# per thread) of _TM_FEW_STEPS steps on _TM_FEW_WARPS warps, split into segments of
+# _TM_FEW_CHUNKS chunks, once that makes at least _TM_FEW_MIN_SEGMENTS segments. H200,
+# Triton 3.6 (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1, 2026-11-30-h200-s10 notes),
+# 16 x 262144, generic -> (16 rows, 512 steps, 4 warps, 2 chunks a segment): GAE 242 -> 79
+# us, traces 93 -> 42. The same tile was 2-6x slower at other segment lengths (256 or 1024
+# chunks: GAE 159, 187), and V-trace lost with every such tile (305 -> 630 at best), so it
+# and Retrace keep the generic tiles.
+_TM_FEW_KINDS = frozenset({"gae", "td_lambda", "forward"})
+_TM_FEW_MIN_ROWS = 2
+_TM_FEW_MAX_ROWS = 16
+_TM_FEW_STEPS = 512
+_TM_FEW_WARPS = 4
+_TM_FEW_CHUNKS = 2
+_TM_FEW_MIN_SEGMENTS = 128
 
 
 def _triton_version() -> tuple[int, int]:
@@ -377,7 +395,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
 
 
 @functools.lru_cache(maxsize=4096)
-def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False) -> Plan | None:
+def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False, few: bool = False) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -393,7 +411,14 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False)
     Programs of ``_TM_PIPELINE_CHUNKS`` chunks or more pipeline their loop ``_TM_STAGES``
     deep. ``wide`` (the estimators of ``_TM_WIDE_KINDS``): from ``_TM_WIDE_MIN_BLOCKS`` row
     blocks, one pass of ``_TM_WIDE_STEPS``-step tiles on ``_TM_WIDE_WARPS`` warps instead of a
-    split."""
+    split. ``few`` (the kinds of ``_TM_FEW_KINDS``): ``_TM_FEW_MIN_ROWS`` to
+    ``_TM_FEW_MAX_ROWS`` rows of enough steps for ``_TM_FEW_MIN_SEGMENTS`` segments take one
+    row block as wide as the rows, split in time (see there)."""
+    if few and _TM_FEW_MIN_ROWS <= R <= _TM_FEW_MAX_ROWS:
+        seg_len = _TM_FEW_STEPS * _TM_FEW_CHUNKS
+        segments = _cdiv(T, seg_len)
+        if segments >= _TM_FEW_MIN_SEGMENTS:
+            return Plan(max(4, _next_pow2(R)), _TM_FEW_STEPS, _TM_FEW_WARPS, segments, seg_len, False, True)
     if R < _TM_MIN_ROWS or T < max(2, _TM_MIN_STEPS):
         return None
     block_n, block_t, num_warps = _TM_ROWS, min(_TM_STEPS, _next_pow2(T)), _TM_WARPS
@@ -435,16 +460,16 @@ def _tm_stages(chunks: int) -> int:
 
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
-             long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False) -> Plan:
+             long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False, few: bool = False) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
-    ``wide`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
+    ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
     rows too few for their own tiles keep the default: the estimators' settings were timed on
     batch-major rows only); ``forward``: the forward kernel's batch-major tiles (likewise)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
-        pl = plan_time_major(R, T, sms, wide)
+        pl = plan_time_major(R, T, sms, wide, few)
         if pl is not None:
             return pl
         long_rows, forward = _LONG_ROWS_DEFAULT, False
@@ -856,7 +881,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     common, meta = _common(p, rows, dummy)
     wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide,  # unit row stride: [T, N] storage
-                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT))
+                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=kind in _TM_FEW_KINDS)
     kform = "retrace_actions" if "action_values" in raw else kind  # the kernel form (_FORMS)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
@@ -968,6 +993,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
         G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p),
     )
-    pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True)
+    pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
+                  few="forward" in _TM_FEW_KINDS)
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
