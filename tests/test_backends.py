@@ -234,9 +234,9 @@ def test_time_major_plans():
 
 
 def test_time_major_few_rows_plan():
-    """Few time-major rows (launch._TM_FEW_*): 2 to 16 rows of enough steps for 128 segments
-    take one tile as wide as the rows (at least 4) of 512 steps on 4 warps, 2 chunks a
-    segment, for the kinds that asked (``few``); otherwise the generic tiles (None)."""
+    """Few time-major rows (launch._TM_FEW_*): 4, 8 or 16 rows of enough steps for 128
+    segments take one tile of all the rows by 512 steps on 4 warps, 2 chunks a segment, for
+    the kinds that asked (``few``); otherwise the generic tiles (None)."""
     from rltriton.kernels import launch
 
     def got(R, T, few=True):
@@ -245,11 +245,13 @@ def test_time_major_few_rows_plan():
                                         pl.time_major)
 
     assert got(16, 262144) == (16, 512, 4, 256, 1024, True)
-    assert got(3, 262144) == (4, 512, 4, 256, 1024, True)  # a tile of 4 rows, one masked
-    assert got(9, 200000) == (16, 512, 4, 196, 1024, True)  # the last segment is short
+    assert got(4, 262144) == (4, 512, 4, 256, 1024, True)
+    assert got(8, 200000) == (8, 512, 4, 196, 1024, True)  # the last segment is short
     assert got(16, 131072) == (16, 512, 4, 128, 1024, True)
     assert got(16, 130048) is None  # 127 segments: the generic split
-    assert got(17, 262144) is None and got(1, 262144) is None  # too many rows / one row
+    # rows that would pad the tile, too many, too few
+    assert got(9, 200000) is None and got(12, 262144) is None
+    assert got(32, 262144) is None and got(2, 524288) is None and got(1, 262144) is None
     assert got(16, 262144, few=False) is None  # V-trace, Retrace
     cpu = torch.device("cpu")
     assert launch.plan_for(16, 262144, cpu, time_major=True, few=True).block_n == 16
@@ -259,9 +261,9 @@ def test_time_major_few_rows_plan():
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_time_major_few_rows(name, monkeypatch, poisoned):
     """The few-rows time-major tiles on the interpreter (shrunk: 4-step chunks, 2 a segment,
-    from 2 segments): every estimator against the float64 reference, 3, 5 and 16 rows, with
-    resets inside rows; the kinds of launch._TM_FEW_KINDS take them, the others the generic
-    tiles."""
+    from 2 segments): every estimator against the float64 reference, 4, 8 and 16 rows, with
+    resets inside rows and a short last segment; the kinds of launch._TM_FEW_KINDS take
+    them, the others the generic tiles."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_TM_FEW_STEPS", 4)
@@ -270,10 +272,10 @@ def test_time_major_few_rows(name, monkeypatch, poisoned):
     poisoned.clear_caches()
     few = name in ("gae", "td_lambda", "discounted_returns", "traces", "prefix_sum")
     try:
-        for shape in ((3, 37), (5, 9), (16, 41)):
+        for shape in ((4, 37), (8, 9), (16, 41)):
             seen.clear()
             check(make_case(name, shape, time_major=True, seed=91 + shape[0]), "triton")
-            want = (True, max(4, 1 << (shape[0] - 1).bit_length()), 4, -(-shape[1] // 8))
+            want = (True, shape[0], 4, -(-shape[1] // 8))
             assert (seen[0] == want) == few, seen
     finally:
         poisoned.clear_caches()

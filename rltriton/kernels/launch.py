@@ -176,19 +176,22 @@ _TM_WIDE_KINDS = frozenset({"vtrace", "retrace"})
 _TM_WIDE_MIN_BLOCKS = 128
 _TM_WIDE_STEPS = 64
 _TM_WIDE_WARPS = 8
-# Few rows (_TM_FEW_MIN_ROWS to _TM_FEW_MAX_ROWS) of many steps, time-major: the generic
-# tiles read each row along a stride of R elements, so a 32-byte sector serves one row and
-# is fetched again for every other row. For the kinds of _TM_FEW_KINDS ("forward": traces
-# and prefix sums) a tile as wide as the rows (a power of two, at least 4: one 16-byte access
-# per thread) of _TM_FEW_STEPS steps on _TM_FEW_WARPS warps, split into segments of
+# Few rows (4, 8 or 16: a power of two from _TM_FEW_MIN_ROWS to _TM_FEW_MAX_ROWS) of many
+# steps, time-major: the generic tiles read each row along a stride of R elements, so a
+# 32-byte sector serves one row and is fetched again for every other row. For the kinds of
+# _TM_FEW_KINDS ("forward": traces and prefix sums) one tile of all the rows (4 a thread: a
+# 16-byte access) by _TM_FEW_STEPS steps on _TM_FEW_WARPS warps, split into segments of
 # _TM_FEW_CHUNKS chunks, once that makes at least _TM_FEW_MIN_SEGMENTS segments. H200,
-# Triton 3.6 (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1, 2026-11-30-h200-s10 notes),
-# 16 x 262144, generic -> (16 rows, 512 steps, 4 warps, 2 chunks a segment): GAE 242 -> 79
-# us, traces 93 -> 42. The same tile was 2-6x slower at other segment lengths (256 or 1024
-# chunks: GAE 159, 187), and V-trace lost with every such tile (305 -> 630 at best), so it
-# and Retrace keep the generic tiles.
+# Triton 3.6 (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1, then benchmarks/ab.py,
+# 2026-11-30-h200-s10 notes), generic -> these tiles, GAE / TD(lambda) / traces, us:
+# 16 x 262144 241 -> 80 / 180 -> 75 / 95 -> 40; 8 x 262144 116 -> 42 / 86 -> 45 / 43 -> 22;
+# 4 x 262144 40 -> 20 / 28 -> 19 / 18 -> 14; 16 x 131072 121 -> 45 / 88 -> 44 / 51 -> 31.
+# Rows that pad the tile lost (9 x 200000 GAE 101 -> 495, 12 x 262144 178 -> 578), as did
+# 2 rows (2 x 524288 GAE 31 -> 33, TD(lambda) 21 -> 31). The same tile was 2-6x slower at
+# other segment lengths (16 x 262144 GAE: 256 or 1024 chunks 159, 187), and V-trace lost
+# with every such tile (305 -> 630 at best), so it and Retrace keep the generic tiles.
 _TM_FEW_KINDS = frozenset({"gae", "td_lambda", "forward"})
-_TM_FEW_MIN_ROWS = 2
+_TM_FEW_MIN_ROWS = 4
 _TM_FEW_MAX_ROWS = 16
 _TM_FEW_STEPS = 512
 _TM_FEW_WARPS = 4
@@ -411,14 +414,14 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     Programs of ``_TM_PIPELINE_CHUNKS`` chunks or more pipeline their loop ``_TM_STAGES``
     deep. ``wide`` (the estimators of ``_TM_WIDE_KINDS``): from ``_TM_WIDE_MIN_BLOCKS`` row
     blocks, one pass of ``_TM_WIDE_STEPS``-step tiles on ``_TM_WIDE_WARPS`` warps instead of a
-    split. ``few`` (the kinds of ``_TM_FEW_KINDS``): ``_TM_FEW_MIN_ROWS`` to
-    ``_TM_FEW_MAX_ROWS`` rows of enough steps for ``_TM_FEW_MIN_SEGMENTS`` segments take one
+    split. ``few`` (the kinds of ``_TM_FEW_KINDS``): a power of two of rows from
+    ``_TM_FEW_MIN_ROWS`` to ``_TM_FEW_MAX_ROWS`` of enough steps for ``_TM_FEW_MIN_SEGMENTS`` segments take one
     row block as wide as the rows, split in time (see there)."""
-    if few and _TM_FEW_MIN_ROWS <= R <= _TM_FEW_MAX_ROWS:
+    if few and _TM_FEW_MIN_ROWS <= R <= _TM_FEW_MAX_ROWS and R & (R - 1) == 0:
         seg_len = _TM_FEW_STEPS * _TM_FEW_CHUNKS
         segments = _cdiv(T, seg_len)
         if segments >= _TM_FEW_MIN_SEGMENTS:
-            return Plan(max(4, _next_pow2(R)), _TM_FEW_STEPS, _TM_FEW_WARPS, segments, seg_len, False, True)
+            return Plan(R, _TM_FEW_STEPS, _TM_FEW_WARPS, segments, seg_len, False, True)
     if R < _TM_MIN_ROWS or T < max(2, _TM_MIN_STEPS):
         return None
     block_n, block_t, num_warps = _TM_ROWS, min(_TM_STEPS, _next_pow2(T)), _TM_WARPS
