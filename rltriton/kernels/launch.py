@@ -31,9 +31,11 @@ _LOOP_BLOCK_T = 1024  # chunk of longer rows that are not split in time
 _SHORT_T = 128  # rows up to this many steps are tiled several to a program
 _SHORT_TILE = 256  # elements of a short-row tile
 # elements a warp of a short-row tile takes (4 a thread). Session 9's sweep found one warp
-# (8 a thread) 5-15% faster for GAE and Retrace at 16-32 steps and GAE's [16, 64] on 4
-# warps faster at 32768 x 64 (2026-11-30-h200-s9 notes, section 4): not yet timed side by
-# side (`bash benchmarks/device_run.sh short` does).
+# (8 a thread) 5-15% faster for GAE and Retrace at 16-32 steps. Timed side by side
+# (`bash benchmarks/device_run.sh short`, 2026-11-30-h200-s10 notes), default -> one warp
+# -> 1024-element tiles at 8 a thread: mixed and within ~0.5 us for GAE (32768 x 16
+# 3.3 -> 2.9 -> 3.3, 32768 x 8 2.7 -> 2.9 -> 3.5), slower for the rest (V-trace 32768 x 64
+# 11.1 -> 14.9 -> 20.6, the action form 32768 x 32 18.4 -> 27.6 -> 28.8): kept at 4 a thread.
 _SHORT_WARP_ELEMS = 128
 _SEG_STEPS = 2048  # steps of a time segment when rows are split: one chunk
 _SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
@@ -81,8 +83,16 @@ _FWD_WARP_ELEMS = 256
 _FWD_LOOP_WARPS = 4
 _FWD_LOOP_STAGES = 3
 _FWD_ONE_CHUNK_WARPS = 8
-# Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Off until
-# it has been verified and timed on the GPU (it passes the interpreter tests).
+# Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
+# on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
+# (`bash benchmarks/device_run.sh lookback`, 2026-11-30-h200-s10 notes), two passes ->
+# look-back, GAE 1 x 1048576 10.7 -> 19.5 us, 16 x 262144 40.8 -> 53.9, traces 8.6 -> 17.5,
+# V-trace 16 x 262144 57.7 -> 93.9; equal only at 1 x 4194304 (61.9 -> 62.5). Its kernel has
+# the second pass's registers (72 against 66 for GAE) and adds ~10 us of waiting at 1M
+# elements: each program's ticket, aggregate, look-back and inclusive value are a chain of
+# memory round trips that two plain passes do not have. Polling the flags with ld.acquire
+# loads instead of atomics gave wrong results (a reordering the atomics prevent) and was no
+# faster, so the atomics stay.
 _LOOKBACK = False
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
