@@ -20,7 +20,9 @@ Peers and how each is mapped onto our semantics (see benchmarks/README.md for th
   ``compute_episodic_prefix_sum``, float32 flags, ``bootstrap_values`` zero except at
   truncated steps and the last column.
 * ``pufferlib``: ``torch.ops.pufferlib.compute_puff_advantage`` on ``[N, T+1]`` rows (rewards
-  and dones shifted by one, ``values[:, T]`` = the window-edge value, importance 1), GAE only.
+  and dones shifted by one, ``values[:, T]`` = the window-edge value, importance 1), GAE only;
+  from an installed ``pufferlib``, else built with nvcc from PufferLib's source in
+  ``/.peers/pufferlib`` (not in the repository).
 """
 
 from __future__ import annotations
@@ -653,26 +655,62 @@ def rl_triton_candidate(ro: Rollout) -> Candidate:
 # --------------------------------------------------------------------------------------------
 
 _PUFF: Any = None
+# PufferLib's op built from its own source on the benchmark machine: PyPI has no Linux build
+# of it (see pufferlib_status). The two files of its extension (the op's schema and CPU
+# kernel, and its CUDA kernel) sit unchanged in the git-ignored .peers/pufferlib, with their
+# origin in .peers/pufferlib.COMMIT; nvcc builds them into a library that registers
+# torch.ops.pufferlib.compute_puff_advantage, as PufferLib's own ``pufferlib._C`` does.
+PUFFER_SRC = PEERS_DIR / "pufferlib"
+PUFFER_BUILD = Path("/tmp/rltriton-pufferlib-build")
+
+
+def _origin(name: str) -> str:
+    f = PEERS_DIR / f"{name}.COMMIT"
+    return f.read_text().strip() if f.exists() else "origin not recorded"
+
+
+def _build_pufferlib() -> str:
+    """Build and load .peers/pufferlib's op (with its CUDA kernel when a GPU is present); a
+    note on what was loaded. Raises on any failure (no compiler, a build error)."""
+    from torch.utils import cpp_extension
+
+    sources = [str(PUFFER_SRC / "pufferlib.cpp")]
+    if torch.cuda.is_available():
+        sources.append(str(PUFFER_SRC / "cuda" / "pufferlib.cu"))
+    PUFFER_BUILD.mkdir(parents=True, exist_ok=True)
+    cpp_extension.load(name="rltriton_pufferlib_peer", sources=sources, build_directory=str(PUFFER_BUILD),
+                       is_python_module=False, verbose=False)
+    kernels = "its CPU and CUDA kernels" if len(sources) == 2 else "its CPU kernel only (no GPU)"
+    return f"PufferLib's op built here from .peers/pufferlib, {kernels} ({_origin('pufferlib')})"
 
 
 def pufferlib_status() -> tuple[bool, str]:
     global _PUFF
+    note = ""
     try:
         import pufferlib
-    except Exception as exc:  # noqa: BLE001
-        return False, (f"import pufferlib failed: {type(exc).__name__}: {exc}. PyPI has no Linux build of "
-                       "the CUDA op (checked 2026-11-30: pufferlib 2.0.2's Linux wheel has a CPU GAE only, "
-                       "pufferlib-core 3.0.9 a macOS binary and the CPU source); it needs PufferLib's "
-                       "repository built with nvcc (see benchmarks/README.md)")
-    try:
+
         try:
             from pufferlib import _C  # noqa: F401  (registers torch.ops.pufferlib)
         except Exception:  # noqa: BLE001
             pass
+        note = f"pufferlib {getattr(pufferlib, '__version__', '?')}"
+    except Exception as exc:  # noqa: BLE001
+        note = (f"import pufferlib failed: {type(exc).__name__}: {exc}. PyPI has no Linux build of "
+                "the CUDA op (checked 2026-11-30: pufferlib 2.0.2's Linux wheel has a CPU GAE only, "
+                "pufferlib-core 3.0.9 a macOS binary and the CPU source)")
+    if not hasattr(torch.ops.pufferlib, "compute_puff_advantage"):
+        if not (PUFFER_SRC / "pufferlib.cpp").exists():
+            return False, note + "; no PufferLib source in .peers/pufferlib to build it from (benchmarks/README.md)"
+        try:
+            note = _build_pufferlib()
+        except Exception as exc:  # noqa: BLE001
+            return False, f"{note}; building .peers/pufferlib failed: {type(exc).__name__}: {str(exc)[:300]}"
+    try:
         _PUFF = torch.ops.pufferlib.compute_puff_advantage
     except Exception as exc:  # noqa: BLE001
-        return False, f"pufferlib's compiled op did not load: {type(exc).__name__}: {exc}"
-    return True, f"pufferlib {getattr(pufferlib, '__version__', '?')}"
+        return False, f"{note}; pufferlib's compiled op did not load: {type(exc).__name__}: {exc}"
+    return True, note
 
 
 def pufferlib_candidate(ro: Rollout) -> Candidate:
