@@ -14,6 +14,7 @@ output of the estimator once (no scan): the bytes an estimator cannot avoid movi
 from __future__ import annotations
 
 import statistics
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -93,7 +94,8 @@ def per_step_inputs(tensors: list[object], shape: tuple[int, int]) -> list[torch
 
 
 def device_time_us(fn: Callable[[], object], graph_calls: int = 50, replays: int = 10) -> float:
-    """Per-call device time from a CUDA graph of ``graph_calls`` calls (median replay)."""
+    """Per-call device time from a CUDA graph of ``graph_calls`` calls (median replay). Raises
+    RuntimeError when the capture recorded nothing (``run.py`` then reports no device figure)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -101,9 +103,15 @@ def device_time_us(fn: Callable[[], object], graph_calls: int = 50, replays: int
             fn()
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(graph_calls):
-            fn()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.cuda.graph(g):
+            for _ in range(graph_calls):
+                fn()
+    if any("graph is empty" in str(w.message).lower() for w in caught):
+        # the call launched its kernels outside the capture stream (e.g. on the legacy default
+        # stream, as PufferLib's op does): a replay would time nothing
+        raise RuntimeError("CUDA-graph capture recorded no kernel: the call does not launch on the current stream")
     g.replay()
     torch.cuda.synchronize()
     times = []

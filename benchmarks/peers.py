@@ -732,8 +732,11 @@ def pufferlib_candidate(ro: Rollout) -> Candidate:
         op(values, rewards, dones, importance, adv, g, lm, 1.0, 1.0)
         return adv
 
-    return Candidate("pufferlib", fn, lambda o: {"advantages": o[:, :T]},
-                     note="compute_puff_advantage on [N, T+1] (shifted rewards/dones, importance 1)")
+    # its CUDA kernel is launched on the legacy default stream, not the current one, so a CUDA
+    # graph captures nothing: only its full call is timed
+    return Candidate("pufferlib", fn, lambda o: {"advantages": o[:, :T]}, capturable=False,
+                     note="compute_puff_advantage on [N, T+1] (shifted rewards/dones, importance 1); "
+                          "launches on the legacy default stream: no CUDA-graph device time")
 
 
 def tolerance(T: int, ref: Tensor) -> float:
