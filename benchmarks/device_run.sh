@@ -10,6 +10,7 @@
 #   (lookback, ~5 min: launch._LOOKBACK's GPU tests, then an A/B against the two-pass split)
 #   (profile, ~2 min: per-kernel times and registers, benchmarks/profile_kernels.py)
 #   (tm-few, ~4 min: the few-rows time-major tiles' GPU tests and A/B)
+#   (carry, ~4 min: launch._CARRY_PRODUCTS's GPU tests and A/B; host, ~2 min: benchmarks/host.py)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -142,6 +143,17 @@ for stage in $stages; do
       sed -i 's/^_TM_FEW_KINDS = .*/_TM_FEW_KINDS = frozenset()/' _ab/tm_few/generic/$L
       timeout 220 python3 benchmarks/ab.py _ab/tm_few/generic _ab/tm_few/default --est gae_tm,td_lambda_tm,traces_tm \
         --shapes 16x262144,4x262144,16x131072,2x524288,9x200000 2>&1 | tee "$OUT/ab_tm_few.txt" ;;
+    carry)
+      # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
+      gpu_tests 200 carry_products carry_tests.log
+      versions carry scan products
+      sed -i 's/^_CARRY_PRODUCTS = False/_CARRY_PRODUCTS = True/' _ab/carry/products/$L
+      timeout 240 python3 benchmarks/ab.py _ab/carry/scan _ab/carry/products \
+        --est gae,td_lambda,vtrace,retrace,retrace_av,traces \
+        --shapes 16x262144,1x1048576,64x65536,128x16384,16x131072,1x4194304 2>&1 | tee "$OUT/ab_carry.txt" ;;
+    host)
+      # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
+      timeout 200 python3 benchmarks/host.py gae,vtrace 32768x8,4096x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20 ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)

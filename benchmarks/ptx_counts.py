@@ -151,11 +151,16 @@ def static_checks() -> dict[str, dict]:
     consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 1, "S_BLOCK": 256, "ONE_CHUNK": True,
               "GROUP_TILES": False, "SEG_MAP_FWD": True}
     out["gae_phase1_time_order"] = build(B.gae_kernel, consts, 8)
+    # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): no reverse scan
+    consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 2, "S_BLOCK": 256, "ONE_CHUNK": True,
+              "CARRY_PROD": True}
+    out["gae_phase2_products"] = build(B.gae_kernel, consts, 8)
     # V-trace's PHASE 2 as the long rows of the benchmark run it (terminated flags, a last
     # value; 128 segments on 8 warps): its registers decide how many programs share an SM
     consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 2, "S_BLOCK": 256,
               "ONE_CHUNK": True}
     out["vtrace_phase2"] = build(B.vtrace_kernel, consts, 8)
+    out["vtrace_phase2_products"] = build(B.vtrace_kernel, {**consts, "CARRY_PROD": True}, 8)
     consts = dict(TRACES, BLOCK_N=1, BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
     out["traces"] = build(F.forward_kernel, consts, 4)
     # time-major tiles (launch.plan_time_major): 32 rows by 16 steps on one warp (4 rows and

@@ -233,6 +233,34 @@ def test_time_major_plans():
     assert got(127, 4096) is None and got(32768, 8) is None
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("one_chunk", [True, False], ids=["one-chunk", "chunk-loop"])
+def test_carry_products(name, one_chunk, monkeypatch, poisoned):
+    """PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS: a forward cumprod of
+    the summaries' b read one segment late, and reductions) on the interpreter: every
+    estimator against the float64 reference, split into one-chunk segments (the carry-in
+    composed after the tile's loads, scan.scan_step) and into segments of two chunks (composed
+    first, scan.segment_setup), batch- and time-major (the latter keeps its own form)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_CARRY_PRODUCTS", True)
+    monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
+    monkeypatch.setattr(poisoned, "_SEG_STEPS", 16 if one_chunk else 32)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, pl.seg_len <= pl.block_t,
+                                                             kw.get("CARRY_PROD")))
+    poisoned.clear_caches()
+    try:
+        for shape in ((5, 63), (3, 40), (2, 97)):
+            seen.clear()
+            check(make_case(name, shape, seed=11 + shape[1]), "triton")
+            segs, one, prod = seen[0]
+            assert segs > 1 and one == one_chunk and prod, seen
+        check(make_case(name, (6, 63), time_major=True, seed=5), "triton")
+    finally:
+        poisoned.clear_caches()
+
+
 def test_time_major_few_rows_plan():
     """Few time-major rows (launch._TM_FEW_*): 4, 8 or 16 rows of enough steps for 128
     segments take one tile of all the rows by 512 steps on 4 warps, 2 chunks a segment, for

@@ -279,6 +279,24 @@ def test_lookback_split(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_carry_products_split(shape, name, monkeypatch):
+    """PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS), forced on: split
+    long rows (one-chunk segments; 16 x 300000 also a short last segment) against float64."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_CARRY_PRODUCTS", True)
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=10))
+        assert launch.plan_for(shape[0], shape[1], torch.device("cuda")).segments > 1
+        ref = as_f64(case)(backend="torch")
+        _compare(case, ref, f"{name} {shape} carry products")
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "traces", "prefix_sum"])
 @pytest.mark.parametrize("shape", [(16, 262144), (4, 140000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_time_major_few_rows(shape, name):

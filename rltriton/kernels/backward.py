@@ -92,12 +92,12 @@ def gae_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
-    SEG_MAP_FWD: tl.constexpr = False,
+    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES,
+        GROUP_TILES, CARRY_PROD,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -130,7 +130,7 @@ def gae_kernel(
             adv, carry = scan_step(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
             )
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, adv, mask=mask)
@@ -150,13 +150,13 @@ def td_lambda_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
-    SEG_MAP_FWD: tl.constexpr = False,
+    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES,
+        GROUP_TILES, CARRY_PROD,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -189,7 +189,7 @@ def td_lambda_kernel(
             out, carry = scan_step(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
             )
             tl.store(out_ptr + rows_t * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
@@ -208,14 +208,14 @@ def vtrace_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
-    SEG_MAP_FWD: tl.constexpr = False,
+    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES,
+        GROUP_TILES, CARRY_PROD,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -252,7 +252,7 @@ def vtrace_kernel(
             d, d_next, carry = scan_step_lagged(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
             )
             d = group_order(d, r)
             d_next = group_order(d_next, r)
@@ -360,7 +360,7 @@ def retrace_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
     PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
     GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr = False, STAGES: tl.constexpr = 1,
-    AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False,
+    AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -380,7 +380,7 @@ def retrace_kernel(
     """
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES,
+        GROUP_TILES, CARRY_PROD,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -426,7 +426,7 @@ def retrace_kernel(
                 _h, h_next, carry = scan_step_lagged(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR,
+                    TIME_MAJOR, CARRY_PROD,
                 )
                 h_next = group_order(h_next, r)
                 d = r - q + tl.where(inside, g * h_next, edge)
@@ -465,7 +465,7 @@ def retrace_kernel(
                 d, carry = scan_step(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR,
+                    TIME_MAJOR, CARRY_PROD,
                 )
                 d = group_order(d, r)
                 tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)

@@ -41,7 +41,7 @@ def forward_kernel(
     KIND: tl.constexpr, HAS_DONES: tl.constexpr, HAS_INIT: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR)
@@ -61,7 +61,7 @@ def forward_kernel(
     if PHASE == 2:
         if not ONE_CHUNK:  # else scan_step reads the summaries, after the tile's loads
             carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, n_segs, carry, False,
-                                     S_BLOCK)
+                                     S_BLOCK, TIME_MAJOR, CARRY_PROD)
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
@@ -87,7 +87,7 @@ def forward_kernel(
         else:
             z, carry = scan_step(
                 alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, lanes, lane_mask, seg,
-                n_segs, PHASE, False, S_BLOCK, ONE_CHUNK,
+                n_segs, PHASE, False, S_BLOCK, ONE_CHUNK, False, TIME_MAJOR, CARRY_PROD,
             )
             tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, seg_a, seg_b, PHASE)

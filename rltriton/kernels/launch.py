@@ -295,6 +295,14 @@ _LOOP_MAXNREG: dict[str, int] = {"gae": 64, "vtrace": 128, "retrace": 64}
 # 16 x 262144 GAE 55.0 -> 50.7 us, V-trace 84.2 -> 81.5, TD(lambda) 48.3 -> 44.9;
 # 1 x 1048576 GAE 16.3 -> 14.9; 64 x 65536 GAE 55.0 -> 51.3.
 _SEGMENT_MAP_FORWARD = True
+# PHASE 2 of a batch-major time split composes the summaries of the segments after its own
+# (scan.segment_carry_in): by default with a reverse two-operand scan over them (Triton's
+# reverse scans cost ~7x the shuffles of forward ones, see backward.py); with
+# _CARRY_PRODUCTS as a sum of products instead: one forward cumprod of one operand and two
+# reductions. Statically (benchmarks/ptx_counts.py, Triton 3.6 and 3.8, sm_90) it takes the
+# reverse scan out of every backward kernel's PHASE 2 (see the 2026-11-30-h200-s10 notes);
+# off until timed on the GPU (`bash benchmarks/device_run.sh carry`).
+_CARRY_PRODUCTS = False
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -877,6 +885,7 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     meta = dict(
         HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
         G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES, SEG_MAP_FWD=_SEGMENT_MAP_FORWARD,
+        CARRY_PROD=_CARRY_PRODUCTS,
     )
     return args, meta
 
@@ -1004,7 +1013,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     ]
     meta = dict(
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
-        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p),
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
                   few="forward" in _TM_FEW_KINDS)

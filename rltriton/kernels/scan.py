@@ -488,9 +488,14 @@ def store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, 
 
 
 @triton.jit
+def _product(x, y):
+    return x * y
+
+
+@triton.jit
 def segment_carry_in(
     sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr,
-    S_BLOCK: tl.constexpr, TIME_MAJOR: tl.constexpr = False,
+    S_BLOCK: tl.constexpr, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
 ):
     """The carry entering segment ``seg`` of each row: the composition of the summaries
     of every segment before it in scan order (after it in time for REVERSE) applied to
@@ -502,8 +507,34 @@ def segment_carry_in(
     warps against 408 for a reverse scan. Otherwise it holds them in storage order,
     scanned in reverse: there a forward scan over descending segments took 142 registers
     against 128 in V-trace's PHASE 2 on 8 warps (Triton 3.6; 136 against 128 on 3.8), which
-    halved its programs per SM (119 against 84 us at 16 x 262144 on an H200)."""
+    halved its programs per SM (119 against 84 us at 16 x 262144 on an H200).
+
+    ``PROD`` (batch-major tiles, ``launch._CARRY_PRODUCTS``): no two-operand scan. Column k
+    holds the k-th segment from this one in scan order (nearest first: seg + 1 + k for
+    REVERSE, seg - 1 - k otherwise), so the composition applied to ``init`` is
+    ``sum_k a_k prod_{j<k} b_j + (prod_k b_k) init``: the exclusive products are one forward
+    ``tl.cumprod`` of b read one column late, and the rest are reductions, which need no
+    order (a product and a sum)."""
     cols = tl.arange(0, S_BLOCK)[None, :]
+    if PROD and not TIME_MAJOR:
+        if REVERSE:
+            segs = seg + 1 + cols
+        else:
+            segs = seg - 1 - cols
+        inside = row_mask & (segs >= 0) & (segs < n_segs)
+        off = rows * s_sr + segs * s_ss
+        a = tl.load(sum_a_ptr + off, mask=inside, other=0.0)
+        b = tl.load(sum_b_ptr + off, mask=inside, other=1.0)
+        # b of the column before (1 for column 0): its cumulative product is the exclusive one
+        if REVERSE:
+            before = seg + cols
+        else:
+            before = seg - cols
+        b_before = tl.load(sum_b_ptr + rows * s_sr + before * s_ss,
+                           mask=row_mask & (cols > 0) & (before >= 0) & (before < n_segs), other=1.0)
+        excl = tl.cumprod(b_before, axis=1)
+        total_b = tl.reduce(b, 1, _product)
+        return tl.sum(a * excl, axis=1) + total_b * init
     if TIME_MAJOR or not REVERSE:
         if REVERSE:
             segs = n_segs - 1 - cols
@@ -600,7 +631,7 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 @triton.jit
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
                   PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                  TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False):
+                  TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False, PROD: tl.constexpr = False):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
     mask, the summary strides (:func:`summary_strides`), and the carry entering the segment
     (0, or from the summaries in PHASE 2; with ONE_CHUNK, :func:`scan_step` reads the
@@ -614,7 +645,7 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
     if PHASE == 2:
         if not ONE_CHUNK:
             carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, True,
-                                     S_BLOCK, TIME_MAJOR)
+                                     S_BLOCK, TIME_MAJOR, PROD)
     return rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss
 
 
@@ -696,7 +727,7 @@ def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, inc
 @triton.jit
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
-              REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False):
+              REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False):
     """One chunk (a [BN, BT] tile in scan order, or in time order scanned in reverse with
     ``REV``): ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found by
     look-back (``carry`` is then the value entering the first segment in scan order).
@@ -708,7 +739,7 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
     if PHASE == 2:
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
-                                     TIME_MAJOR)
+                                     TIME_MAJOR, PROD)
     if PHASE == 3 and len(alpha.shape) == 3:
         c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
                                  n_segs, REVERSE, W)
@@ -726,13 +757,13 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
 @triton.jit
 def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg,
                      n_segs, PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                     REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False):
+                     REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False):
     """``scan_tile_lagged`` with the PHASE 3 look-back carry or the deferred PHASE 2
     carry-in (see :func:`scan_step`)."""
     if PHASE == 2:
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
-                                     TIME_MAJOR)
+                                     TIME_MAJOR, PROD)
     if PHASE == 3 and len(alpha.shape) == 3:
         c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
                                  n_segs, REVERSE, W)
