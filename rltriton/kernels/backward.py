@@ -38,6 +38,7 @@ import triton.language as tl
 from rltriton.kernels.scan import (
     chunk_map,
     chunk_tile,
+    clip_max,
     compose,
     group_order,
     load_coef,
@@ -241,8 +242,8 @@ def vtrace_kernel(
             v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
             True, HAS_TRUNC, NV_MODE, DT,
         )
-        alpha = tl.where(mask, tl.minimum(ratio, rho_bar) * (r + gk * nv - v), 0.0)
-        beta = tl.where(mask, tl.where(done, 0.0, g * lm * tl.minimum(ratio, c_bar)), 1.0)
+        alpha = tl.where(mask, clip_max(ratio, rho_bar) * (r + gk * nv - v), 0.0)
+        beta = tl.where(mask, tl.where(done, 0.0, g * lm * clip_max(ratio, c_bar)), 1.0)
         if GROUP_TILES == 3:  # rows one after another: a row's end ignores the next row (scan.chunk_tile)
             beta = tl.where(ts == T - 1, 0.0, beta)
         if PHASE == 1:
@@ -260,7 +261,7 @@ def vtrace_kernel(
             q_in = r + gk * (lm * (v_next + d_next) + (1.0 - lm) * nv)
             q = tl.where(inside, q_in, r + gk * nv)
             tl.store(vs_ptr + rows_t * s_vs_n + ts * s_vs_t, v + d, mask=mask)
-            tl.store(pg_ptr + rows_t * s_pg_n + ts * s_pg_t, tl.minimum(ratio, pg_bar) * (q - v), mask=mask)
+            tl.store(pg_ptr + rows_t * s_pg_n + ts * s_pg_t, clip_max(ratio, pg_bar) * (q - v), mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
@@ -335,6 +336,9 @@ def _action_form(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
     over the actions (:func:`_actions_loop`). There is no run-time fallback in the vector form:
     compiled beside it, the loop made the kernel up to 2x slower (H200, launch._RETRACE_AV_VEC)."""
     a_t = tl.load(act_ptr + rows * s_act_n + ts * s_act_t, mask=mask, other=0).to(tl.int64)
+    # actions outside [0, A) are the caller's error, not checked (that would synchronize):
+    # clamped, so that no load leaves the action axis
+    a_t = tl.minimum(tl.maximum(a_t, 0), A - 1)
     if AV_VEC == 4:
         q, v, log_rho = _actions_vec4(av_ptr, s_av_n, s_av_t, pi_ptr, s_pi_n, s_pi_t, blp_ptr, s_blp_n, s_blp_t,
                                       a_t, rows, ts, mask, DT)
@@ -408,7 +412,7 @@ def retrace_kernel(
                 q = load_tile(q_ptr, rows_t, ts, s_q_n, s_q_t, mask, DT)
                 v = load_tile(v_ptr, rows_t, ts, s_v_n, s_v_t, mask, DT)
                 lr = load_tile(lr_ptr, rows_t, ts, s_lr_n, s_lr_t, mask, DT)
-            c = lm * tl.minimum(tl.exp(lr), c_bar)
+            c = lm * clip_max(tl.exp(lr), c_bar)
             inside = (ts + 1 < T) & (done == 0)
             # nv_t is needed only outside (the bootstrap, or 0; a terminated step's gk is 0):
             # values[t+1] enter through H_{t+1}, so zeros stand in for them
@@ -451,13 +455,15 @@ def retrace_kernel(
                 l_next = load_next(lm, l_ptr, rows, row_mask, ts, T, s_l_n, s_l_t, DT, GROUP_TILES)
             else:
                 l_next = scalar(l_hi, l_lo, DT)
-            c_next = tl.where(has_next, l_next * tl.minimum(tl.exp(lr_next), c_bar), 0.0)
+            c_next = tl.where(has_next, l_next * clip_max(tl.exp(lr_next), c_bar), 0.0)
             nv = next_state_values(
                 v_next, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, rows_t, ts, T, mask, row_mask_t, trunc,
                 True, HAS_TRUNC, NV_MODE, DT,
             )
             alpha = tl.where(mask, r + gk * nv - q, 0.0)
-            beta = tl.where(mask, tl.where(done, 0.0, g * c_next), 1.0)
+            # g (1 - done) c_{t+1} as SPEC writes it, a product: a NaN ratio at t + 1 makes it
+            # NaN even where step t is done (0 * NaN), as the reference's arithmetic does
+            beta = tl.where(mask, g * tl.where(done, 0.0, 1.0) * c_next, 1.0)
             if PHASE == 1:
                 ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
                 seg_a, seg_b = compose(seg_a, seg_b, ca, cb)

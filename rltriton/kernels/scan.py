@@ -77,6 +77,13 @@ def affine_combine_lagged(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new
 
 
 @triton.jit
+def clip_max(x, bound):
+    """min(x, bound), NaN where x is NaN: the importance ratios' clips as SPEC's arithmetic
+    (and torch.clamp) give them. ``tl.minimum`` returns ``bound`` for a NaN x."""
+    return tl.where(x != x, x, tl.minimum(x, bound))
+
+
+@triton.jit
 def last_column(x, REV: tl.constexpr = False):
     """The last element in scan order of each row of a [BN, BT] tile, as [BN]: the last
     column, or column 0 for a tile in time order scanned in reverse (``REV``)."""
@@ -516,7 +523,7 @@ def segment_carry_in(
     ``tl.cumprod`` of b read one column late, and the rest are reductions, which need no
     order (a product and a sum)."""
     cols = tl.arange(0, S_BLOCK)[None, :]
-    if PROD and not TIME_MAJOR:
+    if PROD:
         if REVERSE:
             segs = seg + 1 + cols
         else:
