@@ -149,8 +149,8 @@ for stage in $stages; do
       versions carry scan products
       sed -i 's/^_CARRY_PRODUCTS = False/_CARRY_PRODUCTS = True/' _ab/carry/products/$L
       timeout 240 python3 benchmarks/ab.py _ab/carry/scan _ab/carry/products \
-        --est gae,td_lambda,vtrace,retrace,retrace_av,traces \
-        --shapes 16x262144,1x1048576,64x65536,128x16384,16x131072,1x4194304 2>&1 | tee "$OUT/ab_carry.txt" ;;
+        --est gae,td_lambda,vtrace,retrace,retrace_av,traces,gae_tm,vtrace_tm \
+        --shapes 16x262144,1x1048576,64x65536,128x16384,512x4096,4096x2048 2>&1 | tee "$OUT/ab_carry.txt" ;;
     host)
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
       timeout 200 python3 benchmarks/host.py gae,vtrace 32768x8,4096x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20 ;;

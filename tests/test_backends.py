@@ -240,7 +240,7 @@ def test_carry_products(name, one_chunk, monkeypatch, poisoned):
     the summaries' b read one segment late, and reductions) on the interpreter: every
     estimator against the float64 reference, split into one-chunk segments (the carry-in
     composed after the tile's loads, scan.scan_step) and into segments of two chunks (composed
-    first, scan.segment_setup), batch- and time-major (the latter keeps its own form)."""
+    first, scan.segment_setup), batch- and time-major."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)

@@ -295,13 +295,14 @@ _LOOP_MAXNREG: dict[str, int] = {"gae": 64, "vtrace": 128, "retrace": 64}
 # 16 x 262144 GAE 55.0 -> 50.7 us, V-trace 84.2 -> 81.5, TD(lambda) 48.3 -> 44.9;
 # 1 x 1048576 GAE 16.3 -> 14.9; 64 x 65536 GAE 55.0 -> 51.3.
 _SEGMENT_MAP_FORWARD = True
-# PHASE 2 of a batch-major time split composes the summaries of the segments after its own
-# (scan.segment_carry_in): by default with a reverse two-operand scan over them (Triton's
-# reverse scans cost ~7x the shuffles of forward ones, see backward.py); with
-# _CARRY_PRODUCTS as a sum of products instead: one forward cumprod of one operand and two
-# reductions. Statically (benchmarks/ptx_counts.py, Triton 3.6 and 3.8, sm_90) it takes the
-# reverse scan out of every backward kernel's PHASE 2 (see the 2026-11-30-h200-s10 notes);
-# off until timed on the GPU (`bash benchmarks/device_run.sh carry`).
+# PHASE 2 of a time split composes the summaries of the segments before its own in scan
+# order (scan.segment_carry_in): by default with a two-operand scan over them, in reverse on
+# batch-major tiles (Triton's reverse scans cost ~7x the shuffles of forward ones, see
+# backward.py); with _CARRY_PRODUCTS as a sum of products instead: one forward cumprod of
+# one operand and two reductions. Statically (benchmarks/ptx_counts.py, Triton 3.6 and 3.8,
+# sm_90) it takes the reverse scan out of every backward kernel's batch-major PHASE 2 and
+# cuts the time-major one's shuffles by ~40% (see the 2026-11-30-h200-s10 notes); off until
+# timed on the GPU (`bash benchmarks/device_run.sh carry`).
 _CARRY_PRODUCTS = False
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a

@@ -516,7 +516,7 @@ def segment_carry_in(
     against 128 in V-trace's PHASE 2 on 8 warps (Triton 3.6; 136 against 128 on 3.8), which
     halved its programs per SM (119 against 84 us at 16 x 262144 on an H200).
 
-    ``PROD`` (batch-major tiles, ``launch._CARRY_PRODUCTS``): no two-operand scan. Column k
+    ``PROD`` (``launch._CARRY_PRODUCTS``, either layout): no two-operand scan. Column k
     holds the k-th segment from this one in scan order (nearest first: seg + 1 + k for
     REVERSE, seg - 1 - k otherwise), so the composition applied to ``init`` is
     ``sum_k a_k prod_{j<k} b_j + (prod_k b_k) init``: the exclusive products are one forward
