@@ -79,8 +79,10 @@ def affine_combine_lagged(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new
 @triton.jit
 def clip_max(x, bound):
     """min(x, bound), NaN where x is NaN: the importance ratios' clips as SPEC's arithmetic
-    (and torch.clamp) give them. ``tl.minimum`` returns ``bound`` for a NaN x."""
-    return tl.where(x != x, x, tl.minimum(x, bound))
+    (and torch.clamp) give them. ``tl.minimum`` by default returns ``bound`` for a NaN x;
+    with ``PropagateNan.ALL`` it is one ``min.NaN`` instruction (a select of ``x != x``
+    took V-trace's PHASE 2 from 130 to 156 registers with Triton 3.8)."""
+    return tl.minimum(x, bound, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
