@@ -1,6 +1,7 @@
 """Host time of a repeated call: the replay's fast launch with pointers handed to Triton's
-launcher as ints (the default) or as tensors, against a bare ``kernel[grid]`` launch of the
-same kernel with the same arguments, interleaved in one process.
+launcher as ints (the default) or as tensors, or without the launch metadata that only launch
+hooks read (``_FastLaunch.LAUNCH_METADATA = False``), against a bare ``kernel[grid]`` launch of
+the same kernel with the same arguments, interleaved in one process.
 
     python benchmarks/host.py [gae,vtrace,...] [RxT,...]      # on a GPU machine
 
@@ -44,8 +45,8 @@ def main() -> None:
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["gae", "vtrace", "td_lambda", "retrace"]
     shapes = [tuple(int(v) for v in s.split("x")) for s in sys.argv[2].split(",")] if len(sys.argv) > 2 \
         else [(4096, 128), (32768, 8), (16, 262144)]
-    print(f"{'estimator':<10} {'shape':>14} {'submit: ints':>13} {'tensors':>8} {'bare':>7}"
-          f" {'full: ints':>11} {'tensors':>8} {'bare':>7}")
+    print(f"{'estimator':<10} {'shape':>14} {'submit: ints':>13} {'tensors':>8} {'no meta':>8} {'bare':>7}"
+          f" {'full: ints':>11} {'tensors':>8} {'no meta':>8} {'bare':>7}")
     for name in names:
         for shape in shapes:
             case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
@@ -58,18 +59,21 @@ def main() -> None:
             def call(fn=fn, args=args, kw=kw):
                 return fn(*args, **kw)
 
-            sub = {"ints": [], "tensors": [], "bare": []}
-            full = {"ints": [], "tensors": [], "bare": []}
+            variants = ("ints", "tensors", "nometa", "bare")
+            sub: dict[str, list[float]] = {v: [] for v in variants}
+            full: dict[str, list[float]] = {v: [] for v in variants}
             for _ in range(5):
-                for variant in ("ints", "tensors", "bare"):
+                for variant in variants:
                     launch._FastLaunch.POINTERS_AS_INTS = variant != "tensors"
+                    launch._FastLaunch.LAUNCH_METADATA = variant != "nometa"
                     f = bare if variant == "bare" else call
                     sub[variant].append(submit_us(f))
                     full[variant].append(full_call_us(f, calls=30, trials=2, warmup=5))
             launch._FastLaunch.POINTERS_AS_INTS = True
+            launch._FastLaunch.LAUNCH_METADATA = True
             print(f"{name:<10} {str(shape):>14} {min(sub['ints']):13.1f} {min(sub['tensors']):8.1f}"
-                  f" {min(sub['bare']):7.1f} {min(full['ints']):11.1f} {min(full['tensors']):8.1f}"
-                  f" {min(full['bare']):7.1f}", flush=True)
+                  f" {min(sub['nometa']):8.1f} {min(sub['bare']):7.1f} {min(full['ints']):11.1f}"
+                  f" {min(full['tensors']):8.1f} {min(full['nometa']):8.1f} {min(full['bare']):7.1f}", flush=True)
 
 
 if __name__ == "__main__":

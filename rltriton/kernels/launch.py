@@ -635,6 +635,10 @@ class _FastLaunch:
     included, exactly as done here; older versions keep the slow path."""
 
     POINTERS_AS_INTS = True
+    # False: skip ``CompiledKernel.launch_metadata`` (1.7 us of a 29 us repeated call in a
+    # cProfile on the H200, 2026-11-30-h200-s10 notes) when no launch hook is set: Triton 3.6's
+    # and 3.8's launchers hand it only to the hooks. Off until timed (benchmarks/host.py).
+    LAUNCH_METADATA = True
 
     __slots__ = ("compiled", "grid", "ptr_slots", "aligned", "consts", "device_stream")
 
@@ -681,9 +685,10 @@ class _FastLaunch:
         stream = get_stream(get_device())
         values = (*args, *self.consts)
         g = self.grid
-        meta = c.launch_metadata(g, stream, *values)
-        c.run(g[0], g[1], 1, stream, c.function, c.packed_metadata, meta,
-              knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
+        enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+        meta = c.launch_metadata(g, stream, *values) \
+            if self.LAUNCH_METADATA or enter is not None or leave is not None else None
+        c.run(g[0], g[1], 1, stream, c.function, c.packed_metadata, meta, enter, leave, *values)
         return True
 
 
