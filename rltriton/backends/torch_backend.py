@@ -19,7 +19,12 @@ from torch import Tensor
 _SEQUENTIAL_MAX_T = 64
 
 
-def _sequential(alpha: Tensor, beta: Tensor, init: Tensor | None) -> tuple[Tensor, Tensor]:
+def _times(b: Tensor, x: Tensor, cut: bool) -> Tensor:
+    """b * x; with ``cut``, 0 where b is 0 whatever x is (see ``affine_scan``)."""
+    return torch.where(b == 0, torch.zeros_like(x), b * x) if cut else b * x
+
+
+def _sequential(alpha: Tensor, beta: Tensor, init: Tensor | None, cut: bool = False) -> tuple[Tensor, Tensor]:
     """Forward scan with its running product of beta (for chunk summaries)."""
     T = alpha.shape[-1]
     out = torch.empty_like(alpha)
@@ -28,17 +33,21 @@ def _sequential(alpha: Tensor, beta: Tensor, init: Tensor | None) -> tuple[Tenso
     p = None
     for t in range(T):
         a, b = alpha[..., t], beta[..., t]
-        z = a if z is None else a + b * z
+        z = a if z is None else a + _times(b, z, cut)
         p = b if p is None else b * p
         out[..., t] = z
         prod[..., t] = p
     return out, prod
 
 
-def affine_scan(alpha: Tensor, beta: Tensor, *, reverse: bool, init: Tensor | None = None) -> Tensor:
+def affine_scan(alpha: Tensor, beta: Tensor, *, reverse: bool, init: Tensor | None = None,
+                cut: bool = False) -> Tensor:
     """The affine recurrence along the last axis. ``beta`` broadcasts to ``alpha``;
     ``init`` (broadcastable to ``alpha.shape[:-1]``) is the carry entering the first
-    step in scan order (``A_T`` for reverse, ``z_{-1}`` for forward); default 0."""
+    step in scan order (``A_T`` for reverse, ``z_{-1}`` for forward); default 0.
+    ``cut``: where beta is 0 the state does not depend on the one before it in scan order at
+    all (a NaN or inf there does not pass: TD(lambda)'s X_t = nv_t), where IEEE arithmetic
+    would give 0 * NaN = NaN."""
     beta = beta.expand_as(alpha)
     if reverse:
         alpha, beta = alpha.flip(-1), beta.flip(-1)
@@ -46,7 +55,7 @@ def affine_scan(alpha: Tensor, beta: Tensor, *, reverse: bool, init: Tensor | No
         init = init.to(alpha.dtype).expand(alpha.shape[:-1])
     T = alpha.shape[-1]
     if T <= _SEQUENTIAL_MAX_T:
-        out, _ = _sequential(alpha, beta, init)
+        out, _ = _sequential(alpha, beta, init, cut)
     else:
         k = int(math.isqrt(T))
         chunks = -(-T // k)
@@ -57,12 +66,12 @@ def affine_scan(alpha: Tensor, beta: Tensor, *, reverse: bool, init: Tensor | No
             beta = torch.nn.functional.pad(beta, (0, pad), value=1.0)
         a = alpha.reshape(*alpha.shape[:-1], chunks, k)
         b = beta.reshape(*beta.shape[:-1], chunks, k)
-        local, prod = _sequential(a, b, None)
+        local, prod = _sequential(a, b, None, cut)
         # the carry entering each chunk, from the chunk summaries
         carries = torch.empty(local.shape[:-1], dtype=alpha.dtype, device=alpha.device)
         c = init if init is not None else torch.zeros(alpha.shape[:-1], dtype=alpha.dtype, device=alpha.device)
         for j in range(chunks):
             carries[..., j] = c
-            c = local[..., j, -1] + prod[..., j, -1] * c
-        out = (local + prod * carries.unsqueeze(-1)).reshape(*alpha.shape[:-1], chunks * k)[..., :T]
+            c = local[..., j, -1] + _times(prod[..., j, -1], c, cut)
+        out = (local + _times(prod, carries.unsqueeze(-1), cut)).reshape(*alpha.shape[:-1], chunks * k)[..., :T]
     return out.flip(-1) if reverse else out

@@ -21,7 +21,8 @@ def _lambda_returns_torch(p: Problem, values: Tensor | None, lam: Coef) -> Tenso
     cont = inside_mask(p.keep()[1], p.shape, p.dtype, p.device)
     gnv = p.discount() * p.next_state_values(values)
     alpha = r + gnv * (1.0 - lm * cont)
-    return affine_scan(alpha, (g * lm) * cont, reverse=True)
+    # cut: where the recursion takes nv_t (beta = 0), a non-finite later return does not pass
+    return affine_scan(alpha, (g * lm) * cont, reverse=True, cut=True)
 
 
 class TDLambda(CreditAssigner):

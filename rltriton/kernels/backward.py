@@ -154,10 +154,12 @@ def td_lambda_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
-    and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont."""
+    and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
+    where beta = 0 (``CUT``, scan.times): SPEC chooses nv_t there, so a NaN or inf return of
+    a later episode does not reach an earlier one."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD,
+        GROUP_TILES, CARRY_PROD, True,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -184,13 +186,13 @@ def td_lambda_kernel(
         alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
-            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD, True)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb, True)
         else:
             out, carry = scan_step(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD, True,
             )
             tl.store(out_ptr + rows_t * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)

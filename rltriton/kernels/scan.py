@@ -58,6 +58,37 @@ def affine_combine(a_acc, b_acc, a_new, b_new):
 
 
 @triton.jit
+def times(b, x, CUT: tl.constexpr = False):
+    """b * x; with ``CUT``, 0 where b is 0 whatever x is (a NaN or inf x too). TD(lambda)'s
+    recursion chooses ``nv_t`` where an episode ends (SPEC.md section 3) instead of
+    multiplying the later return by 0, so a non-finite later episode must not reach it;
+    the other estimators' formulas multiply, and keep IEEE's 0 * NaN = NaN."""
+    if CUT:
+        return tl.where(b == 0, 0.0, b * x)
+    else:
+        return b * x
+
+
+@triton.jit
+def affine_combine_cut(a_acc, b_acc, a_new, b_new):
+    """:func:`affine_combine` for a recursion cut where b = 0 (:func:`times`)."""
+    return a_new + tl.where(b_new == 0, 0.0, b_new * a_acc), b_new * b_acc
+
+
+@triton.jit
+def affine_after_cut(a_acc, b_acc, a_new, b_new):
+    """:func:`affine_after` for a recursion cut where b = 0 (:func:`times`)."""
+    return a_acc + tl.where(b_acc == 0, 0.0, b_acc * a_new), b_acc * b_new
+
+
+@triton.jit
+def affine_combine_lagged_cut(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new):
+    """:func:`affine_combine_lagged` for a recursion cut where b = 0 (:func:`times`)."""
+    return (p_new * p_acc, q_new * p_acc, x_new + tl.where(p_new == 0, 0.0, p_new * x_acc),
+            y_new + tl.where(q_new == 0, 0.0, q_new * x_acc))
+
+
+@triton.jit
 def affine_after(a_acc, b_acc, a_new, b_new):
     """(a_acc, b_acc) ∘ (a_new, b_new): the composed map applies ``new`` first. Scanning
     steps in time order with it composes a backward recursion's maps f_0 ∘ f_1 ∘ ... (the
@@ -99,17 +130,20 @@ def last_column(x, REV: tl.constexpr = False):
 
 
 @triton.jit
-def scan_tile(alpha, beta, carry, REV: tl.constexpr = False):
+def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr = False):
     """Scan a [BN, BT] tile of (alpha, beta), columns in scan order (``REV``: in time
     order, scanned from the last column), from the per-row ``carry`` [BN]. Returns the
     tile of states and the carry for the next chunk. A [BN, BT/4, 4] tile takes the
     two-level scan (:func:`group_scan`)."""
     if len(alpha.shape) == 3:
-        out, _next, c = group_scan(alpha, beta, carry)
+        out, _next, c = group_scan(alpha, beta, carry, CUT)
         return out, c
     else:
-        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
-        out = a + b * carry[:, None]
+        if CUT:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine_cut, reverse=REV)
+        else:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+        out = a + times(b, carry[:, None], CUT)
         return out, last_column(out, REV)
 
 
@@ -149,7 +183,7 @@ def group_tile(x0, x1, x2, x3):
 
 
 @triton.jit
-def group_steps(alpha, beta):
+def group_steps(alpha, beta, CUT: tl.constexpr = False):
     """The 4 steps' maps of each group of a group-form tile of (alpha, beta), [BN, NG] each
     (``a0 .. a3, b0 .. b3``, ascending in time), and each group's composed map
     F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 (``fa, fb``: step 3 applies first, as the scan runs)."""
@@ -161,11 +195,12 @@ def group_steps(alpha, beta):
     b1 = group_pick(beta, 1)
     b2 = group_pick(beta, 2)
     b3 = group_pick(beta, 3)
-    return a0, a1, a2, a3, b0, b1, b2, b3, a0 + b0 * (a1 + b1 * (a2 + b2 * a3)), b0 * b1 * b2 * b3
+    fa = a0 + times(b0, a1 + times(b1, a2 + times(b2, a3, CUT), CUT), CUT)
+    return a0, a1, a2, a3, b0, b1, b2, b3, fa, b0 * b1 * b2 * b3
 
 
 @triton.jit
-def group_scan(alpha, beta, carry):
+def group_scan(alpha, beta, carry, CUT: tl.constexpr = False):
     """The two-level scan of a group-form tile (``GROUP_TILES = 2``): [BN, NG, 4], group g
     holding 4 steps ascending in time, groups in scan order (descending time), so steps
     are scanned k = 3, 2, 1, 0 inside a group. Each thread composes its groups' maps
@@ -176,16 +211,19 @@ def group_scan(alpha, beta, carry):
     per thread for a [1, 512] tile on 4 warps, where the time-order form's reverse scan
     takes 92 (Triton 3.6). Returns (the states [BN, NG, 4], the states one step later in
     time, i.e. earlier in scan order [BN, NG, 4], the carry out [BN])."""
-    a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta)
+    a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta, CUT)
     one = tl.full(fa.shape, 1.0, fa.dtype)
     zero = tl.zeros(fa.shape, fa.dtype)
-    _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
+    if CUT:
+        _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged_cut)
+    else:
+        _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
     c = carry[:, None]
-    e = y + q * c  # the state entering each group (after it in time)
-    s3 = a3 + b3 * e
-    s2 = a2 + b2 * s3
-    s1 = a1 + b1 * s2
-    s0 = a0 + b0 * s1
+    e = y + times(q, c, CUT)  # the state entering each group (after it in time)
+    s3 = a3 + times(b3, e, CUT)
+    s2 = a2 + times(b2, s3, CUT)
+    s1 = a1 + times(b1, s2, CUT)
+    s0 = a0 + times(b0, s1, CUT)
     # the carry out is the earliest step's state, taken from the states (the layout they are
     # in) rather than as x + p c from the scan's own: with Triton 3.6 that mixed the two
     # layouts in a chunk loop, and the carry's broadcast became a whole-tile conversion
@@ -194,11 +232,14 @@ def group_scan(alpha, beta, carry):
 
 
 @triton.jit
-def group_map(alpha, beta):
+def group_map(alpha, beta, CUT: tl.constexpr = False):
     """The composed map (A, B) [BN] of a whole group-form tile (``GROUP_TILES = 2``, see
     :func:`group_scan`): each group's map in registers, then a forward scan over the groups."""
-    _a0, _a1, _a2, _a3, _b0, _b1, _b2, _b3, fa, fb = group_steps(alpha, beta)
-    a, b = tl.associative_scan((fa, fb), axis=1, combine_fn=affine_combine)
+    _a0, _a1, _a2, _a3, _b0, _b1, _b2, _b3, fa, fb = group_steps(alpha, beta, CUT)
+    if CUT:
+        a, b = tl.associative_scan((fa, fb), axis=1, combine_fn=affine_combine_cut)
+    else:
+        a, b = tl.associative_scan((fa, fb), axis=1, combine_fn=affine_combine)
     return last_column(a), last_column(b)
 
 
@@ -448,7 +489,8 @@ def next_state_values(
 
 
 @triton.jit
-def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexpr = False):
+def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexpr = False,
+              CUT: tl.constexpr = False):
     """The composed map (A, B) of a whole [BN, BT] tile in scan order (``REV``: a tile in
     time order, scanned in reverse), as two [BN].
 
@@ -460,19 +502,25 @@ def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexp
     tests/test_kernels_static.py; ``launch._SEGMENT_MAP_FORWARD``). A [BN, BT/4, 4] tile:
     :func:`group_map`."""
     if len(alpha.shape) == 3:
-        return group_map(alpha, beta)
+        return group_map(alpha, beta, CUT)
     elif REV and FORWARD_TOTAL:
-        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_after)
+        if CUT:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_after_cut)
+        else:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_after)
         return last_column(a), last_column(b)
     else:
-        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+        if CUT:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine_cut, reverse=REV)
+        else:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
         return last_column(a, REV), last_column(b, REV)
 
 
 @triton.jit
-def compose(sa, sb, ca, cb):
+def compose(sa, sb, ca, cb, CUT: tl.constexpr = False):
     """Running segment map (sa, sb), already scanned, followed by a chunk map (ca, cb)."""
-    return ca + cb * sa, cb * sb
+    return ca + times(cb, sa, CUT), cb * sb
 
 
 @triton.jit
@@ -505,6 +553,7 @@ def _product(x, y):
 def segment_carry_in(
     sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr,
     S_BLOCK: tl.constexpr, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
+    CUT: tl.constexpr = False,
 ):
     """The carry entering segment ``seg`` of each row: the composition of the summaries
     of every segment before it in scan order (after it in time for REVERSE) applied to
@@ -523,7 +572,7 @@ def segment_carry_in(
     REVERSE, seg - 1 - k otherwise), so the composition applied to ``init`` is
     ``sum_k a_k prod_{j<k} b_j + (prod_k b_k) init``: the exclusive products are one forward
     ``tl.cumprod`` of b read one column late, and the rest are reductions, which need no
-    order (a product and a sum)."""
+    order (a product and a sum). ``CUT``: see :func:`times`."""
     cols = tl.arange(0, S_BLOCK)[None, :]
     if PROD:
         if REVERSE:
@@ -543,7 +592,7 @@ def segment_carry_in(
                            mask=row_mask & (cols > 0) & (before >= 0) & (before < n_segs), other=1.0)
         excl = tl.cumprod(b_before, axis=1)
         total_b = tl.reduce(b, 1, _product)
-        return tl.sum(a * excl, axis=1) + total_b * init
+        return tl.sum(times(excl, a, CUT), axis=1) + times(total_b, init, CUT)
     if TIME_MAJOR or not REVERSE:
         if REVERSE:
             segs = n_segs - 1 - cols
@@ -555,11 +604,14 @@ def segment_carry_in(
         off = rows * s_sr + segs * s_ss
         a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
         b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
-        ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine)
+        if CUT:
+            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine_cut)
+        else:
+            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine)
         pick = cols == k - 1
         sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
         sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
-        return tl.where(k == 0, init, sel_a + sel_b * init)
+        return tl.where(k == 0, init, sel_a + times(sel_b, init, CUT))
     else:
         # keep this order (masks and pick before the loads): with pick computed after the
         # scan, V-trace's PHASE 2 took 142 registers again with Triton 3.6
@@ -569,11 +621,14 @@ def segment_carry_in(
         off = rows * s_sr + cols * s_ss
         a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
         b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
-        ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine, reverse=True)
+        if CUT:
+            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine_cut, reverse=True)
+        else:
+            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine, reverse=True)
         sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
         sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
         first = seg == n_segs - 1
-        return tl.where(first, init, sel_a + sel_b * init)
+        return tl.where(first, init, sel_a + times(sel_b, init, CUT))
 
 
 @triton.jit
@@ -640,7 +695,8 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 @triton.jit
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
                   PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                  TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False, PROD: tl.constexpr = False):
+                  TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False, PROD: tl.constexpr = False,
+                  CUT: tl.constexpr = False):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
     mask, the summary strides (:func:`summary_strides`), and the carry entering the segment
     (0, or from the summaries in PHASE 2; with ONE_CHUNK, :func:`scan_step` reads the
@@ -654,13 +710,13 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
     if PHASE == 2:
         if not ONE_CHUNK:
             carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, True,
-                                     S_BLOCK, TIME_MAJOR, PROD)
+                                     S_BLOCK, TIME_MAJOR, PROD, CUT)
     return rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss
 
 
 @triton.jit
 def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
-                   REVERSE: tl.constexpr, W: tl.constexpr):
+                   REVERSE: tl.constexpr, W: tl.constexpr, CUT: tl.constexpr = False):
     """Publish this segment's aggregate map (agg_a, agg_b) [BN], look back for the carry
     entering it, publish the inclusive value, and return the carry [BN].
 
@@ -704,19 +760,22 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
             b_j = tl.load(agg_b_ptr + oj, mask=live & before, other=1.0, volatile=True)
             x_j = tl.load(incl_ptr + oj, mask=live & (ks == k_inc[:, None]), other=0.0, volatile=True)
             # each map applied after the ones further back: the last column of a forward scan
-            ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine)
+            if CUT:
+                ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine_cut)
+            else:
+                ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine)
             win_a = last_column(ta)
             win_b = last_column(tb)
-            new_a = acc_a + acc_b * win_a
+            new_a = acc_a + times(acc_b, win_a, CUT)
             new_b = acc_b * win_b
             found = (done == 0) & ready & (k_inc <= W)
             advance = (done == 0) & ready & (k_inc > W)
-            carry = tl.where(found, new_a + new_b * tl.sum(x_j, axis=1), carry)
+            carry = tl.where(found, new_a + times(new_b, tl.sum(x_j, axis=1), CUT), carry)
             acc_a = tl.where(advance, new_a, acc_a)
             acc_b = tl.where(advance, new_b, acc_b)
             base = tl.where(advance[:, None], base + step * W, base)
             done = done | found
-    incl = agg_a + agg_b * carry
+    incl = agg_a + times(agg_b, carry, CUT)
     tl.store(incl_ptr + off, incl[:, None], mask=row_mask)
     tl.atomic_xchg(state_ptr + 1 + off, tl.full(off.shape, 2, tl.int32), mask=row_mask, sem="release")
     return carry
@@ -724,19 +783,20 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 
 @triton.jit
 def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                         REVERSE: tl.constexpr, W: tl.constexpr):
+                         REVERSE: tl.constexpr, W: tl.constexpr, CUT: tl.constexpr = False):
     """PHASE 3 for a group-form tile scanned in two levels (:func:`group_scan`): the tile's
     composed map (:func:`group_map`) published and the carry entering it found by
     :func:`lookback_carry` (``init``: the value entering the first segment in scan order)."""
-    agg_a, agg_b = group_map(alpha, beta)
+    agg_a, agg_b = group_map(alpha, beta, CUT)
     return lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
-                          REVERSE, W)
+                          REVERSE, W, CUT)
 
 
 @triton.jit
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
-              REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False):
+              REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
+              CUT: tl.constexpr = False):
     """One chunk (a [BN, BT] tile in scan order, or in time order scanned in reverse with
     ``REV``): ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found by
     look-back (``carry`` is then the value entering the first segment in scan order).
@@ -748,19 +808,22 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
     if PHASE == 2:
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
-                                     TIME_MAJOR, PROD)
+                                     TIME_MAJOR, PROD, CUT)
     if PHASE == 3 and len(alpha.shape) == 3:
         c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
-                                 n_segs, REVERSE, W)
-        return scan_tile(alpha, beta, c)
+                                 n_segs, REVERSE, W, CUT)
+        return scan_tile(alpha, beta, c, False, CUT)
     elif PHASE == 3:
-        a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+        if CUT:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine_cut, reverse=REV)
+        else:
+            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_column(a, REV), last_column(b, REV), carry, REVERSE, W)
-        out = a + b * c[:, None]
+                           last_column(a, REV), last_column(b, REV), carry, REVERSE, W, CUT)
+        out = a + times(b, c[:, None], CUT)
         return out, last_column(out, REV)
     else:
-        return scan_tile(alpha, beta, carry, REV)
+        return scan_tile(alpha, beta, carry, REV, CUT)
 
 
 @triton.jit
