@@ -3,6 +3,7 @@ ptxas) and count, per thread, the instructions of the pipe the kernels are bound
 
     python benchmarks/ptx_counts.py                 # backward and forward kernels, several plans
     python benchmarks/ptx_counts.py --time-major    # every kernel on [T, N] storage
+    python benchmarks/ptx_counts.py --compile-all   # every kernel form the launcher can pick builds
 
 shfl (warp shuffles), lds/sts (shared memory), ldg (global loads), v4 (vector global
 loads and stores), bar (barriers) and cvt (layout conversions in the TTGIR), for each backward kernel under
@@ -190,7 +191,44 @@ def static_checks() -> dict[str, dict]:
     return out
 
 
-if __name__ == "__main__" and "--json" in sys.argv:
+def compile_all() -> tuple[int, list[str]]:
+    """Compile every backward kernel form the launcher can pick (the four chunk forms,
+    one-chunk, chunk-loop and short tiles, PHASE 0-3, Retrace direct and lagged, time-major
+    tiles in each phase) for sm_90 with the installed Triton: (count, failures). A check that
+    kernel edits build for the GPU machine's Triton without a GPU (put that version first on
+    ``PYTHONPATH``, as above)."""
+    import itertools
+
+    failures, n = [], 0
+    tiles = ((1, 512, 4, True), (4, 64, 2, True), (1, 1024, 8, False), (32, 8, 2, True))
+    for name, (kern, extra) in KERNELS.items():
+        for gt, (bn, bt, w, one), phase in itertools.product((False, 2, 3, True), tiles, (0, 1, 2, 3)):
+            if (gt == 3 and (phase or bn == 1)) or (phase and bn != 1):
+                continue
+            for lag in ((False, True) if name.startswith("retrace") else (False,)):
+                consts = {**BASE, **extra, "GROUP_TILES": gt, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": phase,
+                          "S_BLOCK": 256 if phase else 1, "ONE_CHUNK": one, "LAGGED": lag}
+                n += 1
+                try:
+                    build(kern, consts, w)
+                except Exception as e:  # noqa: BLE001
+                    failures.append(f"{name} {consts}: {type(e).__name__}: {str(e)[:200]}")
+        for phase in (0, 1, 2):
+            consts = {**BASE, **extra, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": phase, "S_BLOCK": 64 if phase else 1,
+                      "ONE_CHUNK": False}
+            n += 1
+            try:
+                build(kern, consts, 1, time_major=True)
+            except Exception as e:  # noqa: BLE001
+                failures.append(f"{name} time-major P{phase}: {type(e).__name__}: {str(e)[:200]}")
+    return n, failures
+
+
+if __name__ == "__main__" and "--compile-all" in sys.argv:
+    count, failed = compile_all()
+    print("\n".join(failed))
+    print(f"triton {triton.__version__}: {count} kernel forms compiled for sm_90, {len(failed)} failed")
+elif __name__ == "__main__" and "--json" in sys.argv:
     import json
 
     print(json.dumps(static_checks()))
