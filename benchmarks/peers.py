@@ -515,6 +515,12 @@ def cleanrl_candidate(ro: Rollout) -> Candidate:
                      note="Python loop over T, time-major [T, N]")
 
 
+def _origin(name: str) -> str:
+    """Where a peer's source in .peers came from (its ``NAME.COMMIT`` file)."""
+    f = PEERS_DIR / f"{name}.COMMIT"
+    return f.read_text().strip() if f.exists() else "source of unknown origin"
+
+
 # --------------------------------------------------------------------------------------------
 # rl-triton 0.1.3 (source under /.peers/rl_triton, imported from there)
 # --------------------------------------------------------------------------------------------
@@ -558,9 +564,7 @@ def rl_triton_status(strip_asserts: bool = False) -> tuple[bool, str]:
         _RLT = rl_triton
     except Exception as exc:  # noqa: BLE001
         return False, f"import rl_triton failed: {type(exc).__name__}: {exc}"
-    src = PEERS_DIR / "rl_triton.COMMIT"
-    origin = src.read_text().strip() if src.exists() else "source of unknown origin"
-    return True, f"rl-triton {rl_triton.__version__} ({origin})"
+    return True, f"rl-triton {rl_triton.__version__} ({_origin('rl_triton')})"
 
 
 def _rl_bootstrap(ro: Rollout) -> Tensor:
@@ -662,11 +666,6 @@ _PUFF: Any = None
 # torch.ops.pufferlib.compute_puff_advantage, as PufferLib's own ``pufferlib._C`` does.
 PUFFER_SRC = PEERS_DIR / "pufferlib"
 PUFFER_BUILD = Path("/tmp/rltriton-pufferlib-build")
-
-
-def _origin(name: str) -> str:
-    f = PEERS_DIR / f"{name}.COMMIT"
-    return f.read_text().strip() if f.exists() else "origin not recorded"
 
 
 def _build_pufferlib() -> str:

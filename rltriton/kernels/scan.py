@@ -72,20 +72,29 @@ def times(b, x, CUT: tl.constexpr = False):
 @triton.jit
 def affine_combine_cut(a_acc, b_acc, a_new, b_new):
     """:func:`affine_combine` for a recursion cut where b = 0 (:func:`times`)."""
-    return a_new + tl.where(b_new == 0, 0.0, b_new * a_acc), b_new * b_acc
+    return a_new + times(b_new, a_acc, True), b_new * b_acc
 
 
 @triton.jit
 def affine_after_cut(a_acc, b_acc, a_new, b_new):
     """:func:`affine_after` for a recursion cut where b = 0 (:func:`times`)."""
-    return a_acc + tl.where(b_acc == 0, 0.0, b_acc * a_new), b_acc * b_new
+    return a_acc + times(b_acc, a_new, True), b_acc * b_new
 
 
 @triton.jit
 def affine_combine_lagged_cut(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new):
     """:func:`affine_combine_lagged` for a recursion cut where b = 0 (:func:`times`)."""
-    return (p_new * p_acc, q_new * p_acc, x_new + tl.where(p_new == 0, 0.0, p_new * x_acc),
-            y_new + tl.where(q_new == 0, 0.0, q_new * x_acc))
+    return p_new * p_acc, q_new * p_acc, x_new + times(p_new, x_acc, True), y_new + times(q_new, x_acc, True)
+
+
+@triton.jit
+def scan_maps(a, b, REV: tl.constexpr = False, CUT: tl.constexpr = False):
+    """The forward scan along axis 1 of the maps x -> a + b x (``REV``: from the last
+    column), composed with :func:`affine_combine`, or :func:`affine_combine_cut` with ``CUT``."""
+    if CUT:
+        return tl.associative_scan((a, b), axis=1, combine_fn=affine_combine_cut, reverse=REV)
+    else:
+        return tl.associative_scan((a, b), axis=1, combine_fn=affine_combine, reverse=REV)
 
 
 @triton.jit
@@ -139,10 +148,7 @@ def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr =
         out, _next, c = group_scan(alpha, beta, carry, CUT)
         return out, c
     else:
-        if CUT:
-            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine_cut, reverse=REV)
-        else:
-            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+        a, b = scan_maps(alpha, beta, REV, CUT)
         out = a + times(b, carry[:, None], CUT)
         return out, last_column(out, REV)
 
@@ -236,10 +242,7 @@ def group_map(alpha, beta, CUT: tl.constexpr = False):
     """The composed map (A, B) [BN] of a whole group-form tile (``GROUP_TILES = 2``, see
     :func:`group_scan`): each group's map in registers, then a forward scan over the groups."""
     _a0, _a1, _a2, _a3, _b0, _b1, _b2, _b3, fa, fb = group_steps(alpha, beta, CUT)
-    if CUT:
-        a, b = tl.associative_scan((fa, fb), axis=1, combine_fn=affine_combine_cut)
-    else:
-        a, b = tl.associative_scan((fa, fb), axis=1, combine_fn=affine_combine)
+    a, b = scan_maps(fa, fb, False, CUT)
     return last_column(a), last_column(b)
 
 
@@ -510,10 +513,7 @@ def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexp
             a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_after)
         return last_column(a), last_column(b)
     else:
-        if CUT:
-            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine_cut, reverse=REV)
-        else:
-            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+        a, b = scan_maps(alpha, beta, REV, CUT)
         return last_column(a, REV), last_column(b, REV)
 
 
@@ -604,10 +604,7 @@ def segment_carry_in(
         off = rows * s_sr + segs * s_ss
         a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
         b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
-        if CUT:
-            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine_cut)
-        else:
-            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine)
+        ca, cb = scan_maps(a, b, False, CUT)
         pick = cols == k - 1
         sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
         sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
@@ -621,10 +618,7 @@ def segment_carry_in(
         off = rows * s_sr + cols * s_ss
         a = tl.load(sum_a_ptr + off, mask=m, other=0.0)
         b = tl.load(sum_b_ptr + off, mask=m, other=1.0)
-        if CUT:
-            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine_cut, reverse=True)
-        else:
-            ca, cb = tl.associative_scan((a, b), axis=1, combine_fn=affine_combine, reverse=True)
+        ca, cb = scan_maps(a, b, True, CUT)
         sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
         sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
         first = seg == n_segs - 1
@@ -760,10 +754,7 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
             b_j = tl.load(agg_b_ptr + oj, mask=live & before, other=1.0, volatile=True)
             x_j = tl.load(incl_ptr + oj, mask=live & (ks == k_inc[:, None]), other=0.0, volatile=True)
             # each map applied after the ones further back: the last column of a forward scan
-            if CUT:
-                ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine_cut)
-            else:
-                ta, tb = tl.associative_scan((a_j, b_j), axis=1, combine_fn=affine_combine)
+            ta, tb = scan_maps(a_j, b_j, False, CUT)
             win_a = last_column(ta)
             win_b = last_column(tb)
             new_a = acc_a + times(acc_b, win_a, CUT)
@@ -814,10 +805,7 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
                                  n_segs, REVERSE, W, CUT)
         return scan_tile(alpha, beta, c, False, CUT)
     elif PHASE == 3:
-        if CUT:
-            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine_cut, reverse=REV)
-        else:
-            a, b = tl.associative_scan((alpha, beta), axis=1, combine_fn=affine_combine, reverse=REV)
+        a, b = scan_maps(alpha, beta, REV, CUT)
         c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
                            last_column(a, REV), last_column(b, REV), carry, REVERSE, W, CUT)
         out = a + times(b, c[:, None], CUT)
