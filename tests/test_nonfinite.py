@@ -64,7 +64,7 @@ MODES = {
     "time-major": dict(split=True),
     "carry-products": dict(split=True, _CARRY_PRODUCTS=True),
 }
-# rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, 16-64 steps): a row's last
+# rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, tiles of 16-64 steps, rows of 9-64): a row's last
 # step ignores the row scanned before it by a 0 coefficient, so the estimators whose episode
 # ends multiply (per SPEC) let a NaN of one row reach the next row's outputs
 FLAT_LEAK = ("gae", "vtrace", "retrace", "retrace_av")
