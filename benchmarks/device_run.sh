@@ -153,7 +153,8 @@ for stage in $stages; do
         --shapes 16x262144,1x1048576,64x65536,128x16384,512x4096,4096x2048 2>&1 | tee "$OUT/ab_carry.txt" ;;
     host)
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
-      timeout 200 python3 benchmarks/host.py gae,vtrace 32768x8,4096x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20 ;;
+      timeout 150 python3 benchmarks/host.py gae,vtrace 32768x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20
+      timeout 60 python3 benchmarks/host.py --breakdown gae,vtrace,traces 32768x8 2>&1 | tee -a "$OUT/host.log" | tail -5 ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)

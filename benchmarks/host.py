@@ -1,9 +1,13 @@
-"""Host time of a repeated call: the replay's fast launch with pointers handed to Triton's
-launcher as ints (the default) or as tensors, or without the launch metadata that only launch
-hooks read (``_FastLaunch.LAUNCH_METADATA = False``), against a bare ``kernel[grid]`` launch of
-the same kernel with the same arguments, interleaved in one process.
+"""Host time of a repeated call: the replay's fast launch as it is by default (pointers handed
+to Triton's launcher as ints, no launch metadata when no hook is set, Triton 3.6's C launcher
+called directly) and with one of those undone: pointers as tensors
+(``_FastLaunch.POINTERS_AS_INTS = False``), the metadata computed
+(``LAUNCH_METADATA = True``), Triton's ``CompiledKernel.run`` (``DIRECT_LAUNCHER = False``);
+against a bare ``kernel[grid]`` launch of the same kernel with the same arguments,
+interleaved in one process.
 
     python benchmarks/host.py [gae,vtrace,...] [RxT,...]      # on a GPU machine
+    python benchmarks/host.py --breakdown [gae,...] [RxT,...]  # where the submit time goes
 
 Two figures per variant, µs, minimum over interleaved rounds:
 
@@ -45,8 +49,12 @@ def main() -> None:
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["gae", "vtrace", "td_lambda", "retrace"]
     shapes = [tuple(int(v) for v in s.split("x")) for s in sys.argv[2].split(",")] if len(sys.argv) > 2 \
         else [(4096, 128), (32768, 8), (16, 262144)]
-    print(f"{'estimator':<10} {'shape':>14} {'submit: ints':>13} {'tensors':>8} {'no meta':>8} {'bare':>7}"
-          f" {'full: ints':>11} {'tensors':>8} {'no meta':>8} {'bare':>7}")
+    variants = {"default": {}, "tensors": {"POINTERS_AS_INTS": False}, "meta": {"LAUNCH_METADATA": True},
+                "run": {"DIRECT_LAUNCHER": False}, "bare": {}}
+    fast = launch._FastLaunch
+    defaults = {k: getattr(fast, k) for k in ("POINTERS_AS_INTS", "LAUNCH_METADATA", "DIRECT_LAUNCHER")}
+    head = " ".join(f"{v:>8}" for v in variants)
+    print(f"{'estimator':<10} {'shape':>14}  submit: {head}   full: {head}")
     for name in names:
         for shape in shapes:
             case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
@@ -59,22 +67,58 @@ def main() -> None:
             def call(fn=fn, args=args, kw=kw):
                 return fn(*args, **kw)
 
-            variants = ("ints", "tensors", "nometa", "bare")
             sub: dict[str, list[float]] = {v: [] for v in variants}
             full: dict[str, list[float]] = {v: [] for v in variants}
-            for _ in range(5):
-                for variant in variants:
-                    launch._FastLaunch.POINTERS_AS_INTS = variant != "tensors"
-                    launch._FastLaunch.LAUNCH_METADATA = variant != "nometa"
-                    f = bare if variant == "bare" else call
-                    sub[variant].append(submit_us(f))
-                    full[variant].append(full_call_us(f, calls=30, trials=2, warmup=5))
-            launch._FastLaunch.POINTERS_AS_INTS = True
-            launch._FastLaunch.LAUNCH_METADATA = True
-            print(f"{name:<10} {str(shape):>14} {min(sub['ints']):13.1f} {min(sub['tensors']):8.1f}"
-                  f" {min(sub['nometa']):8.1f} {min(sub['bare']):7.1f} {min(full['ints']):11.1f}"
-                  f" {min(full['tensors']):8.1f} {min(full['nometa']):8.1f} {min(full['bare']):7.1f}", flush=True)
+            try:
+                for _ in range(5):
+                    for variant, settings in variants.items():
+                        for k, v in {**defaults, **settings}.items():
+                            setattr(fast, k, v)
+                        f = bare if variant == "bare" else call
+                        sub[variant].append(submit_us(f))
+                        full[variant].append(full_call_us(f, calls=30, trials=2, warmup=5))
+            finally:
+                for k, v in defaults.items():
+                    setattr(fast, k, v)
+            print(f"{name:<10} {str(shape):>14}  submit: " + " ".join(f"{min(sub[v]):8.1f}" for v in variants)
+                  + "   full: " + " ".join(f"{min(full[v]):8.1f}" for v in variants), flush=True)
+
+
+def breakdown(names: list[str], shapes: list[tuple[int, int]]) -> None:
+    """Where a repeated call's submit time goes: the whole call; with the launches stubbed
+    out (the Python front end, the signature and the output allocation); with the replay
+    stubbed out too (front end and signature only). Differences give the launch (ours and
+    Triton's) and the allocation."""
+    print(f"{'estimator':<10} {'shape':>14} {'call':>7} {'no launch':>10} {'no replay':>10}")
+    step_call, replay_call = launch._Step.__call__, launch.Replay.__call__
+    for name in names:
+        for shape in shapes:
+            case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
+            fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
+            launch.clear_caches()
+            outs = None
+            for _ in range(3):
+                outs = fn(*args, **kw)
+            kept = tuple(outs)
+            res: dict[str, list[float]] = {"call": [], "nolaunch": [], "noreplay": []}
+            try:
+                for _ in range(5):
+                    for variant in res:
+                        launch._Step.__call__ = step_call if variant == "call" else (lambda self, sources: None)
+                        launch.Replay.__call__ = (lambda self, tensors, kept=kept: kept) \
+                            if variant == "noreplay" else replay_call
+                        res[variant].append(submit_us(lambda fn=fn, args=args, kw=kw: fn(*args, **kw)))
+            finally:
+                launch._Step.__call__, launch.Replay.__call__ = step_call, replay_call
+            print(f"{name:<10} {str(shape):>14} {min(res['call']):7.1f} {min(res['nolaunch']):10.1f}"
+                  f" {min(res['noreplay']):10.1f}", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    if "--breakdown" in sys.argv:
+        sys.argv.remove("--breakdown")
+        breakdown(sys.argv[1].split(",") if len(sys.argv) > 1 else ["gae"],
+                  [tuple(int(v) for v in s.split("x")) for s in sys.argv[2].split(",")] if len(sys.argv) > 2
+                  else [(32768, 8)])
+    else:
+        main()

@@ -368,7 +368,25 @@ def test_replay_fast_launch(name):
     for seed in (1, 3, 5, 7):  # record, first replay (arms the fast path), fast replays
         case = on_gpu(make_case(name, shape, seed=seed))
         _compare(case, case(backend="reference"), f"{name} replay {seed}")
-    assert any(s.fast is not None for r in _live_replays() for s in r.steps), "no replay armed its fast launch"
+    armed = [s.fast for r in _live_replays() for s in r.steps if s.fast is not None]
+    assert armed, "no replay armed its fast launch"
+    if launch._triton_version() in launch._FastLaunch._DIRECT_VERSIONS:
+        assert all(f.direct is not None for f in armed), "Triton's C launcher is not called directly"
+
+    # a launch hook set after the fast launch was armed sees every replayed launch, with the
+    # launch metadata Triton's own run would give it
+    import triton
+
+    seen = []
+    rt_knobs = triton.knobs.runtime
+    old_hook = rt_knobs.launch_enter_hook
+    rt_knobs.launch_enter_hook = lambda meta: seen.append(meta.get()["name"])
+    try:
+        case = on_gpu(make_case(name, shape, seed=7))
+        _compare(case, case(backend="reference"), f"{name} replay with a launch hook")
+    finally:
+        rt_knobs.launch_enter_hook = old_hook
+    assert seen and all(isinstance(n, str) and n for n in seen), f"launch hook saw {seen}"
 
     # the same signature with misaligned storage: an odd element offset into a larger buffer
     case = on_gpu(make_case(name, shape, seed=9))

@@ -636,18 +636,47 @@ class _FastLaunch:
 
     POINTERS_AS_INTS = True
     # False: skip ``CompiledKernel.launch_metadata`` (1.7 us of a 29 us repeated call in a
-    # cProfile on the H200, 2026-11-30-h200-s10 notes) when no launch hook is set: Triton 3.6's
-    # and 3.8's launchers hand it only to the hooks. Off until timed (benchmarks/host.py).
-    LAUNCH_METADATA = True
+    # cProfile on the H200, 2026-11-30-h200-s10 notes) when no launch hook is set. Triton
+    # 3.6's and 3.8's ``launch_metadata`` return None then anyway (it is read only by the
+    # hooks), so skipping it changes nothing but the call and its ~50-argument tuple.
+    LAUNCH_METADATA = False
 
-    __slots__ = ("compiled", "grid", "ptr_slots", "aligned", "consts", "device_stream")
+    # Triton 3.6's ``CompiledKernel.run`` is a Python ``CudaLauncher.__call__`` that builds
+    # two closures to allocate scratch buffers (none for these kernels) and re-packs the
+    # ~50 arguments before its C ``launch``; with no scratch, call that ``launch`` directly.
+    # Only for the versions whose convention was checked on a GPU (``_DIRECT_VERSIONS``;
+    # Triton 3.8 passes its arguments differently): the others keep ``run``.
+    DIRECT_LAUNCHER = True
+    _DIRECT_VERSIONS = frozenset({(3, 6)})
+
+    __slots__ = ("compiled", "grid", "ptr_slots", "aligned", "consts", "device_stream", "runtime", "direct")
 
     def __init__(self, compiled, grid, ptr_slots, aligned, consts) -> None:
         import triton
 
         self.compiled, self.grid, self.ptr_slots, self.aligned, self.consts = compiled, grid, ptr_slots, aligned, consts
         drv = triton.runtime.driver.active
-        self.device_stream = (drv.get_current_device, drv.get_current_stream)
+        # torch.cuda.current_device() (Triton's get_current_device) re-checks CUDA's lazy
+        # initialisation on every call; the first launch has initialised it
+        get_device = getattr(torch._C, "_cuda_getDevice", None) or drv.get_current_device
+        self.device_stream = (get_device, drv.get_current_stream)
+        # the hooks are read from it at every call (they can be set at any time); an import
+        # statement per call costs about a microsecond
+        self.runtime = triton.knobs.runtime
+        self.direct = self._direct_launch(compiled)
+
+    @classmethod
+    def _direct_launch(cls, compiled) -> tuple | None:
+        """``(launch, cooperative, pdl)`` of Triton 3.6's launcher, for :meth:`__call__` to
+        call ``launch`` as ``CudaLauncher.__call__`` would with no scratch buffers, or None."""
+        run = compiled.run
+        if _triton_version() not in cls._DIRECT_VERSIONS or type(run).__name__ != "CudaLauncher" \
+                or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+            return None
+        try:
+            return run.launch, run.launch_cooperative_grid, run.launch_pdl
+        except AttributeError:
+            return None
 
     @staticmethod
     def make(kernel, compiled, grid, args: list, kwargs: dict, slots: tuple) -> _FastLaunch | None:
@@ -671,8 +700,6 @@ class _FastLaunch:
         """Launch with ``args`` (tensors in the slots; replaced by their addresses) and
         return True, or return False without launching, ``args`` untouched, when a tensor's
         16-byte alignment differs from the compiled specialisation's."""
-        from triton import knobs
-
         ptrs = [args[k].data_ptr() for k in self.ptr_slots]
         for p, a in zip(ptrs, self.aligned):
             if (p % 16 == 0) != a:
@@ -685,10 +712,16 @@ class _FastLaunch:
         stream = get_stream(get_device())
         values = (*args, *self.consts)
         g = self.grid
-        enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+        rt = self.runtime
+        enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
         meta = c.launch_metadata(g, stream, *values) \
             if self.LAUNCH_METADATA or enter is not None or leave is not None else None
-        c.run(g[0], g[1], 1, stream, c.function, c.packed_metadata, meta, enter, leave, *values)
+        direct = self.direct
+        if direct is not None and self.DIRECT_LAUNCHER:
+            direct[0](g[0], g[1], 1, stream, c.function, direct[1], direct[2], None, None, c.packed_metadata, meta,
+                      enter, leave, *values)
+        else:
+            c.run(g[0], g[1], 1, stream, c.function, c.packed_metadata, meta, enter, leave, *values)
         return True
 
 
