@@ -147,7 +147,7 @@ for stage in $stages; do
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       gpu_tests 200 carry_products carry_tests.log
       versions carry scan products
-      sed -i 's/^_CARRY_PRODUCTS = False/_CARRY_PRODUCTS = True/' _ab/carry/products/$L
+      sed -i 's/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' _ab/carry/scan/$L
       timeout 240 python3 benchmarks/ab.py _ab/carry/scan _ab/carry/products \
         --est gae,td_lambda,vtrace,retrace,retrace_av,traces,gae_tm,vtrace_tm \
         --shapes 16x262144,1x1048576,64x65536,128x16384,512x4096,4096x2048 2>&1 | tee "$OUT/ab_carry.txt" ;;

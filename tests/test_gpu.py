@@ -282,11 +282,12 @@ def test_lookback_split(shape, name, monkeypatch):
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_carry_products_split(shape, name, monkeypatch):
-    """PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS), forced on: split
+    """PHASE 2's carry-in as a scan of the summaries (launch._CARRY_PRODUCTS off; the sum of
+    products is the default, which the other split tests run), forced: split
     long rows (one-chunk segments; 16 x 300000 also a short last segment) against float64."""
     from rltriton.kernels import launch
 
-    monkeypatch.setattr(launch, "_CARRY_PRODUCTS", True)
+    monkeypatch.setattr(launch, "_CARRY_PRODUCTS", False)
     launch.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, seed=10))

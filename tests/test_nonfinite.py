@@ -53,7 +53,7 @@ def _same_nonfinite(out: torch.Tensor, ref: torch.Tensor, case: Case, what: str)
 # Triton settings of each mode (tests/test_backends.py's backend fixture has the same):
 # small tiles split in two passes, or one pass; the look-back; chunks in time order; the
 # two-level group scan; rows laid end to end (default tiles, 16 steps); time-major tiles;
-# the carry-in as a sum of products
+# the carry-in as a scan of the summaries (the sum of products is the default)
 MODES = {
     "single": dict(split=False),
     "split": dict(split=True),
@@ -62,7 +62,7 @@ MODES = {
     "group-scan": dict(split=True, _GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_MIN_T=4),
     "flat": dict(small=False, _GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_FLAT=True),
     "time-major": dict(split=True),
-    "carry-products": dict(split=True, _CARRY_PRODUCTS=True),
+    "carry-scan": dict(split=True, _CARRY_PRODUCTS=False),
 }
 # rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, tiles of 16-64 steps, rows of 9-64): a row's last
 # step ignores the row scanned before it by a 0 coefficient, so the estimators whose episode

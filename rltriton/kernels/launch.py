@@ -301,9 +301,12 @@ _SEGMENT_MAP_FORWARD = True
 # backward.py); with _CARRY_PRODUCTS as a sum of products instead: one forward cumprod of
 # one operand and two reductions. Statically (benchmarks/ptx_counts.py, Triton 3.6 and 3.8,
 # sm_90) it takes the reverse scan out of every backward kernel's batch-major PHASE 2 and
-# cuts the time-major one's shuffles by ~40% (see the 2026-11-30-h200-s10 notes); off until
-# timed on the GPU (`bash benchmarks/device_run.sh carry`).
-_CARRY_PRODUCTS = False
+# cuts the time-major one's shuffles by ~40% (see the 2026-11-30-h200-s10 notes). H200,
+# Triton 3.6 (benchmarks/ab.py, 2026-11-30-h200-s11 notes), reverse scan -> products, us:
+# 16 x 262144 GAE 41.1 -> 39.3, TD(lambda) 37.2 -> 35.0, V-trace 57.8 -> 55.9, GAE
+# time-major 79.5 -> 76.3; 1 x 1048576 V-trace 16.9 -> 14.2; 64 x 65536 V-trace 57.7 -> 51.2;
+# 512 x 4096 (no split) unchanged.
+_CARRY_PRODUCTS = True
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
