@@ -230,7 +230,8 @@ def test_time_major_plans():
     assert launch.plan_time_major(16384, 512, 132, wide=True) == launch.plan_time_major(16384, 512, 132)
     assert got(20000, 37) == (32, 16, 1, 1, 48, 1)  # 3 chunks
     assert got(1024, 128) is None  # 2**17 elements: not worth a split
-    assert got(127, 4096) is None and got(32768, 8) is None
+    assert got(63, 4096) is None and got(32768, 8) is None
+    assert got(64, 65536) == (32, 16, 1, 64, 1024, 3)  # 2 row blocks, 64 segments
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)

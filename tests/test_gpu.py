@@ -83,7 +83,7 @@ def test_awkward_small_shapes(shape, name):
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(1000, 333), (600, 5000), (20000, 37), (4096, 100), (130, 9000), (16384, 500),
-                                   (8200, 300), (4100, 700)], ids=str)
+                                   (8200, 300), (4100, 700), (96, 5000)], ids=str)
 def test_time_major_tiles_on_gpu(shape, name):
     """[T, N] storage on the time-major tiles (launch.plan_time_major): a last row block
     of 1000 % 32 rows, splits in time (1000 x 333: 21 segments of one chunk; 600 x 5000:
@@ -91,7 +91,7 @@ def test_time_major_tiles_on_gpu(shape, name):
     pipelined chunk loops (3 stages) split (130 x 9000: 63 segments of 9 chunks, 2 rows in
     the last row block) and whole (16384 x 500: 16-row tiles, 32 chunks, the last of 4
     steps; 8200 x 300: 16-row tiles, 8 rows in the last; 4100 x 700: 129 row blocks, split
-    in 8 segments of 6 chunks)."""
+    in 8 segments of 6 chunks; 96 x 5000: 3 row blocks, 63 segments of 5 chunks)."""
     from rltriton.kernels import launch
 
     assert launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=True).time_major

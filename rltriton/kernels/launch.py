@@ -135,11 +135,16 @@ _RETRACE_AV_VEC = True
 # Below _TM_MIN_ROWS rows or _TM_MIN_STEPS steps the generic tiles are used (H200, Triton
 # 3.6: 32768 x 8 GAE 2.9 us generic against 3.5 time-major). From 128 rows up the time-major
 # tiles win (256 x 8192 GAE 121 -> 32 us, 128 x 16384 169 -> 60, 384 x 4096 95 -> 20, with
-# the minimum at 512 rows before).
+# the minimum at 512 rows before). From 64 rows too (benchmarks/ab.py, 2026-11-30-h200-s11
+# notes), the batch-major tiles' strided reads -> these, GAE / TD(lambda) / V-trace / traces,
+# us: 64 x 65536 282 -> 112 / 218 -> 159 / 343 -> 210 / 143 -> 63; 96 x 20000 123 -> 39 /
+# 96 -> 54 / 152 -> 70 / 73 -> 23; 64 x 16384 71 -> 32 / 55 -> 45 / 83 -> 57 / 40 -> 20. At
+# 32 rows they won at 8192 steps but lost at 131072 (TD(lambda) 217 -> 310, V-trace 340 ->
+# 413), so fewer than 64 rows keep the generic tiles (or the few-rows tiles below).
 _TM_ROWS = 32
 _TM_STEPS = 16
 _TM_WARPS = 1
-_TM_MIN_ROWS = 128
+_TM_MIN_ROWS = 64
 _TM_MIN_STEPS = 32
 _TM_SPLIT_BELOW = 2
 _TM_PROGRAMS_PER_SM = 8
