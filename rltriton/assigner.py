@@ -492,7 +492,7 @@ class CreditAssigner(abc.ABC):
         t0 = tensors[0]
         if t0 is None:
             return None, None  # the slow path raises the right error
-        if t0.device.type != "cuda":
+        if not t0.is_cuda:  # (``.device.type`` costs ~0.5 us more)
             sig.append(os.environ.get("TRITON_INTERPRET"))
         key = tuple(sig)
         replay = self._replays.get(key)

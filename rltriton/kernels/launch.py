@@ -611,11 +611,12 @@ class Replay:
                     template[k] = None
             steps.append(_Step(kernel, grid, template, tuple(slots), kwargs))
         layout = tuple((b.shape, b.dtype, b.device) for b in scratch)
-        return Replay(tuple(steps), layout, tuple(o.dtype for o in outs))
+        return Replay(tuple(steps), layout, tuple(None if o.dtype == like.dtype else o.dtype for o in outs))
 
     def __call__(self, tensors: tuple) -> tuple[Tensor, ...]:
         like = tensors[0]
-        outs = tuple([empty_like(like, dtype=d) for d in self.out_dtypes])
+        # empty_like without a dtype argument is ~0.3 us cheaper a call (None: like's own)
+        outs = tuple([empty_like(like) if d is None else empty_like(like, dtype=d) for d in self.out_dtypes])
         tmp = tuple([torch.empty(shape, dtype=dt, device=dev) for shape, dt, dev in self.scratch]) \
             if self.scratch else ()
         sources = (tensors, outs, tmp)
