@@ -11,6 +11,7 @@
 #   (profile, ~2 min: per-kernel times and registers, benchmarks/profile_kernels.py)
 #   (tm-few, ~4 min: the few-rows time-major tiles' GPU tests and A/B)
 #   (carry, ~4 min: launch._CARRY_PRODUCTS's GPU tests and A/B; host, ~2 min: benchmarks/host.py)
+#   (puffer-short, ~3 min: GAE at 8 and 16 steps, 4096-32768 envs, against PufferLib and rl-triton)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -155,6 +156,12 @@ for stage in $stages; do
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
       timeout 150 python3 benchmarks/host.py gae,vtrace 32768x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20
       timeout 60 python3 benchmarks/host.py --breakdown gae,vtrace,traces 32768x8 2>&1 | tee -a "$OUT/host.log" | tail -5 ;;
+    puffer-short)
+      # GAE at the massively parallel grid's 8- and 16-step rows against PufferLib and rl-triton
+      # (PufferLib is ahead on full calls at 32768 x 8: host time, 2026-11-30-h200-s11 notes)
+      timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --estimators gae --peers pufferlib,rl-triton \
+        --shapes 4096x8,8192x8,16384x8,32768x8,4096x16,8192x16,16384x16,32768x16 --max-minutes 3 --no-plots \
+        --tag puffer-short --out "$OUT" 2>&1 | tail -14 ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)
