@@ -12,6 +12,7 @@
 #   (tm-few, ~4 min: the few-rows time-major tiles' GPU tests and A/B)
 #   (carry, ~4 min: launch._CARRY_PRODUCTS's GPU tests and A/B; host, ~2 min: benchmarks/host.py)
 #   (puffer-short, ~3 min: GAE at 8 and 16 steps, 4096-32768 envs, against PufferLib and rl-triton)
+#   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -136,6 +137,14 @@ for stage in $stages; do
       for e in gae vtrace traces; do
         SWEEP_TIME_MAJOR=1 SWEEP_VERBOSE=1 timeout 100 python3 benchmarks/sweep.py $e 16x262144,64x65536 2>&1 \
           | tee "$OUT/sweep_tm_few_$e.log" | grep -v "^ *skip" | tail -40
+      done ;;
+    sweep-tm-few2)
+      # few time-major rows for V-trace and Retrace (no few-rows tiles yet: 303 and 345 us at
+      # 16 x 262144 against 55 batch-major): sweep.py's few-rows candidates, shorter chunks on
+      # more warps among them (the 512-step tiles spill in PHASE 2 for these two)
+      for e in vtrace retrace gae; do
+        SWEEP_TIME_MAJOR=1 SWEEP_VERBOSE=1 timeout 170 python3 benchmarks/sweep.py $e 16x262144,32x131072 2>&1 \
+          | tee "$OUT/sweep_tm_few2_$e.log" | grep -v "^ *skip" | sort -t')' -k2 -n | head -12
       done ;;
     tm-few)
       # few time-major rows (launch._TM_FEW_KINDS): their GPU tests, then the generic tiles -> the few-rows tiles

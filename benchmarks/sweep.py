@@ -48,6 +48,19 @@ def candidates(R: int, T: int):
                     segs = -(-n_chunks // per)
                     if segs <= 1024 and (segs > 1 or per == 1):
                         out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True))
+            # shorter chunks on more warps per row: 16 steps a thread or fewer at 16 rows,
+            # where the tiles above spill in PHASE 2 for V-trace (4.5 KB a thread at [16, 512]
+            # on 4 warps, ptxas with Triton 3.6) and Retrace (1 KB); at most 256 segments (the
+            # carry-in holds [rows, segments] summaries in registers), chunk loops pipelined
+            for bt, w in ((64, 4), (128, 4), (128, 8), (256, 8)):
+                if bt > p2:
+                    continue
+                n_chunks = -(-T // bt)
+                for per in (2, 4, 8, 16, 32):
+                    segs = -(-n_chunks // per)
+                    if 1 < segs <= 256:
+                        for st in STAGES:
+                            out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True, st))
             return out
         # (rows, steps, warps): 128 rows is the default tile (4 rows per thread, lanes along
         # rows, warps along time); 32 rows give 4x the programs, with lanes shared between
