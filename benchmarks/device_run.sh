@@ -12,6 +12,7 @@
 #   (tm-few, ~4 min: the few-rows time-major tiles' GPU tests and A/B)
 #   (carry, ~4 min: launch._CARRY_PRODUCTS's GPU tests and A/B; host, ~2 min: benchmarks/host.py)
 #   (puffer-short, ~3 min: GAE at 8 and 16 steps, 4096-32768 envs, against PufferLib and rl-triton)
+#   (segflip, ~6 min: launch._SEG_FLIP's GPU tests and A/B)
 #   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
@@ -161,6 +162,14 @@ for stage in $stages; do
       timeout 240 python3 benchmarks/ab.py _ab/carry/scan _ab/carry/products \
         --est gae,td_lambda,vtrace,retrace,retrace_av,traces,gae_tm,vtrace_tm \
         --shapes 16x262144,1x1048576,64x65536,128x16384,512x4096,4096x2048 2>&1 | tee "$OUT/ab_carry.txt" ;;
+    segflip)
+      # PHASE 2 in reverse launch order (launch._SEG_FLIP): its GPU tests, then an A/B
+      gpu_tests 150 seg_flip segflip_tests.log
+      versions segflip default flip
+      sed -i 's/^_SEG_FLIP = False/_SEG_FLIP = True/' _ab/segflip/flip/$L
+      timeout 240 python3 benchmarks/ab.py _ab/segflip/default _ab/segflip/flip \
+        --est gae,td_lambda,vtrace,retrace,traces,gae_tm \
+        --shapes 16x262144,1x1048576,64x65536,16x131072,1x4194304 2>&1 | tee "$OUT/ab_segflip.txt" ;;
     host)
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
       timeout 150 python3 benchmarks/host.py gae,vtrace 32768x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20

@@ -265,6 +265,33 @@ def test_carry_products(name, one_chunk, products, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_seg_flip(name, monkeypatch, poisoned):
+    """PHASE 2 taking the segments in reverse launch order (launch._SEG_FLIP, scan.program_tile)
+    on the interpreter: every estimator against the float64 reference, split into one-chunk
+    segments and into segments of two chunks, batch- and time-major; the plan must split and
+    the flag reach the kernel. Any bijection of the segments is correct (the passes need no
+    order); with poisoned outputs a segment taken twice or never fails (``seg // 2`` in
+    place of the flip fails all 8)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_SEG_FLIP", True)
+    monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, kw.get("SEG_FLIP")))
+    try:
+        for seg_steps, shape in ((16, (5, 63)), (32, (3, 97))):
+            monkeypatch.setattr(poisoned, "_SEG_STEPS", seg_steps)
+            poisoned.clear_caches()
+            seen.clear()
+            check(make_case(name, shape, seed=17 + shape[1]), "triton")
+            segs, flip = seen[0]
+            assert segs > 1 and flip, seen
+        check(make_case(name, (6, 63), time_major=True, seed=6), "triton")
+    finally:
+        poisoned.clear_caches()
+
+
 def test_time_major_few_rows_plan():
     """Few time-major rows (launch._TM_FEW_*): 4, 8 or 16 rows of enough steps for 128
     segments take one tile of all the rows by 512 steps on 4 warps, 2 chunks a segment, for

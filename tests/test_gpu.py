@@ -298,6 +298,28 @@ def test_carry_products_split(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("time_major", [False, True], ids=["bm", "tm"])
+def test_seg_flip_split(shape, name, time_major, monkeypatch):
+    """PHASE 2 in reverse launch order (launch._SEG_FLIP), forced on: split long rows,
+    batch- and time-major, against float64."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_SEG_FLIP", True)
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=12))
+        ref = as_f64(case)(backend="torch")
+        if time_major:
+            _compare_time_major(make_case(name, shape, seed=12), tuple(r.cpu() for r in ref), f"{name} {shape} flip")
+        else:
+            assert launch.plan_for(shape[0], shape[1], torch.device("cuda")).segments > 1
+            _compare(case, ref, f"{name} {shape} seg flip")
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "traces", "prefix_sum"])
 @pytest.mark.parametrize("shape", [(16, 262144), (4, 140000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_time_major_few_rows(shape, name):

@@ -93,12 +93,12 @@ def gae_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
-    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
+    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -151,7 +151,7 @@ def td_lambda_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
-    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
+    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -159,7 +159,7 @@ def td_lambda_kernel(
     a later episode does not reach an earlier one."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, True,
+        GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -211,14 +211,14 @@ def vtrace_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
-    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
+    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -367,6 +367,7 @@ def retrace_kernel(
     PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
     GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr = False, STAGES: tl.constexpr = 1,
     AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
+    SEG_FLIP: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -386,7 +387,7 @@ def retrace_kernel(
     """
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1

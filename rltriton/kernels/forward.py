@@ -42,9 +42,11 @@ def forward_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
+    SEG_FLIP: tl.constexpr = False,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
-    lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR)
+    lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR,
+                                                SEG_FLIP=SEG_FLIP)
     if ONE_CHUNK:  # static one-trip loop (see backward.py)
         n_chunks = 1
     lane_mask = lanes < R * F

@@ -312,6 +312,11 @@ _SEGMENT_MAP_FORWARD = True
 # time-major 79.5 -> 76.3; 1 x 1048576 V-trace 16.9 -> 14.2; 64 x 65536 V-trace 57.7 -> 51.2;
 # 512 x 4096 (no split) unchanged.
 _CARRY_PRODUCTS = True
+# PHASE 2 of a time split walks the segments in the opposite order to PHASE 1
+# (scan.program_tile's SEG_FLIP), so it starts on the inputs PHASE 1 read last, which may
+# still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB). Off until
+# timed on the GPU (`bash benchmarks/device_run.sh segflip`).
+_SEG_FLIP = False
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -933,7 +938,7 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     meta = dict(
         HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
         G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES, SEG_MAP_FWD=_SEGMENT_MAP_FORWARD,
-        CARRY_PROD=_CARRY_PRODUCTS,
+        CARRY_PROD=_CARRY_PRODUCTS, SEG_FLIP=_SEG_FLIP,
     )
     return args, meta
 
@@ -1061,7 +1066,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     ]
     meta = dict(
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
-        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS, SEG_FLIP=_SEG_FLIP,
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
                   few="forward" in _TM_FEW_KINDS)

@@ -649,8 +649,15 @@ def segment_chunk(seg, SEG, i, BLOCK_T: tl.constexpr):
 
 @triton.jit
 def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr,
-                 REVERSE: tl.constexpr, TIME_MAJOR: tl.constexpr, FLAT: tl.constexpr = False):
+                 REVERSE: tl.constexpr, TIME_MAJOR: tl.constexpr, FLAT: tl.constexpr = False,
+                 SEG_FLIP: tl.constexpr = False):
     """(rows [BN, 1] int64, segment, number of segments, chunks in the segment) of this program.
+
+    SEG_FLIP (``launch._SEG_FLIP``): PHASE 2 takes the segments in the opposite order to
+    PHASE 1's. Programs start roughly in launch order (grid axis 1 is the segment), so
+    PHASE 2 then begins with the segments PHASE 1 read last, whose inputs may still be in
+    L2 (50 MB on an H200); the passes need no order (the carry-in comes from PHASE 1's
+    summaries).
 
     FLAT (``GROUP_TILES = 3``, see :func:`chunk_tile`): the rows of each group of 4 steps,
     [1, BN * BT / 4], the program's rows one after another.
@@ -674,6 +681,8 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
     else:
         rb = tl.program_id(0)
         seg = tl.program_id(1)
+        if SEG_FLIP and PHASE == 2:
+            seg = n_segs - 1 - seg
     if FLAT:
         NGR: tl.constexpr = BLOCK_T // 4
         rows = tl.cast(rb, tl.int64) * BLOCK_N + (tl.arange(0, BLOCK_N * NGR) // NGR).to(tl.int64)[None, :]
@@ -690,14 +699,15 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
                   PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False, PROD: tl.constexpr = False,
-                  CUT: tl.constexpr = False):
+                  CUT: tl.constexpr = False, SEG_FLIP: tl.constexpr = False):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
     mask, the summary strides (:func:`summary_strides`), and the carry entering the segment
     (0, or from the summaries in PHASE 2; with ONE_CHUNK, :func:`scan_step` reads the
     summaries instead, after the tile's loads). With ``GROUP_TILES = 3`` (PHASE 0, one
     chunk) the rows are per group (:func:`chunk_tile`) and the carry is a single 0."""
     FLAT: tl.constexpr = GROUP_TILES == 3
-    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT)
+    rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT,
+                                               SEG_FLIP)
     row_mask = rows < R
     s_sr, s_ss = summary_strides(R, n_segs, TIME_MAJOR)
     carry = tl.zeros([rows.shape[0]], DT)
