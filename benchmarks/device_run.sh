@@ -12,7 +12,7 @@
 #   (tm-few, ~4 min: the few-rows time-major tiles' GPU tests and A/B)
 #   (carry, ~4 min: launch._CARRY_PRODUCTS's GPU tests and A/B; host, ~2 min: benchmarks/host.py)
 #   (puffer-short, ~3 min: GAE at 8 and 16 steps, 4096-32768 envs, against PufferLib and rl-triton)
-#   (segflip, ~6 min: launch._SEG_FLIP's GPU tests and A/B)
+#   (segflip, ~6 min: launch._SEG_FLIP's GPU tests and A/B; flatseg, ~5 min: launch._FLAT_SEGMENTED's)
 #   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
@@ -170,6 +170,14 @@ for stage in $stages; do
       timeout 240 python3 benchmarks/ab.py _ab/segflip/default _ab/segflip/flip \
         --est gae,td_lambda,vtrace,retrace,traces,gae_tm \
         --shapes 16x262144,1x1048576,64x65536,16x131072,1x4194304 2>&1 | tee "$OUT/ab_segflip.txt" ;;
+    flatseg)
+      # rows laid end to end with the scan segmented at the rows' starts (launch._FLAT_SEGMENTED):
+      # its GPU tests, then an A/B on the short rows that take those tiles (Triton < 3.7)
+      gpu_tests 150 "flat_segmented or nonfinite" flatseg_tests.log
+      versions flatseg default segmented
+      sed -i 's/^_FLAT_SEGMENTED = False/_FLAT_SEGMENTED = True/' _ab/flatseg/segmented/$L
+      timeout 200 python3 benchmarks/ab.py _ab/flatseg/default _ab/flatseg/segmented --est gae,vtrace,retrace,retrace_av \
+        --shapes 32768x16,32768x32,32768x64,8192x32,4096x16 2>&1 | tee "$OUT/ab_flatseg.txt" ;;
     host)
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
       timeout 150 python3 benchmarks/host.py gae,vtrace 32768x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20

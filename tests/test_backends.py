@@ -658,20 +658,24 @@ def test_group_scan_reach(form):
     assert not _group_scan(Plan(1, 128, 1, 1, 128, time_major=True), form)
 
 
+@pytest.mark.parametrize("segmented", [False, True], ids=["plain", "segmented"])
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
-def test_group_scan_flat(name, monkeypatch, poisoned):
+def test_group_scan_flat(name, segmented, monkeypatch, poisoned):
     """launch._GROUP_SCAN_FLAT: short rows, several a program, laid one after another along
     the group axis (``GROUP_TILES = 3``): each row's end ignores the row scanned before it,
     for every bootstrap form, with truncations and terminations, both Retrace kernel forms,
     rows that fill their tile and rows padded inside it (T = 9 in 16-step tiles), a last
-    tile of fewer rows, against the float64 reference."""
+    tile of fewer rows, against the float64 reference; with the scan over the groups
+    segmented at the rows' starts (launch._FLAT_SEGMENTED) too."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=False)
     monkeypatch.setattr(poisoned, "_TILE", 128)  # 8 rows of 16 steps: a group for each of 32 threads
     monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN_FLAT", True)
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_n))
+    monkeypatch.setattr(poisoned, "_FLAT_SEGMENTED", segmented)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_n,
+                                                             kw.get("FLAT_SEG", False)))
     poisoned.clear_caches()
     try:
         for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
@@ -683,7 +687,8 @@ def test_group_scan_flat(name, monkeypatch, poisoned):
                     if name == "retrace_av" and bootstrap == "next_values":
                         continue
                     check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
-        assert seen and all(g == 3 and bn > 1 for g, bn in seen), seen
+        flat_seg = segmented and name not in ("td_lambda", "discounted_returns")  # their scans cut at 0
+        assert seen and all(g == 3 and bn > 1 and fs == flat_seg for g, bn, fs in seen), seen
     finally:
         poisoned.clear_caches()
 

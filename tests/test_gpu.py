@@ -495,3 +495,41 @@ def test_nonfinite_default_tiles(name, shape, time_major, monkeypatch):
         out = tuple(o.movedim(0, -1) for o in out)
     for i, (o, r) in enumerate(zip(out, ref)):
         nf._same_nonfinite(o, r, case, f"{name}[{i}] {shape} {'tm' if time_major else 'bm'}")
+
+
+@pytest.mark.parametrize("time_major", [False, True], ids=["bm", "tm"])
+@pytest.mark.parametrize("shape", [(300, 12), (300, 32), (4100, 16), (1000, 64)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
+def test_flat_segmented(name, shape, time_major, monkeypatch):
+    """Rows laid end to end with the scan over groups segmented at the rows' starts
+    (launch._FLAT_SEGMENTED), forced on: finite inputs against float64, and NaN/inf inputs
+    where the float64 recursion puts them, which the plain flat rows miss (a NaN crossing
+    into the next row); Triton < 3.7, where rows are laid end to end."""
+    from rltriton.kernels import launch
+    from tests import test_nonfinite as nf
+
+    if launch._GROUP_TILES:
+        pytest.skip("rows are laid end to end only with Triton < 3.7")
+    monkeypatch.setattr(launch, "_FLAT_SEGMENTED", True)
+    if name in nf.DIRECT_ONLY:
+        monkeypatch.setattr(launch, "_RETRACE_LAGGED", frozenset())
+    launch.clear_caches()
+    try:
+        form = {"retrace_av": "retrace_actions"}.get(name, name)
+        case = make_case(name, shape, seed=shape[1])
+        if time_major:
+            _compare_time_major(case, case(backend="reference"), f"{name} {shape} flat segmented")
+        else:
+            if shape[1] <= launch._GROUP_SCAN_FLAT_MAX_T.get(form, 0):  # else another tile, checked all the same
+                assert launch._flat_rows(launch.plan_for(*shape, torch.device("cuda")), form), (name, shape)
+            _compare(on_gpu(case), case(backend="reference"), f"{name} {shape} flat segmented")
+        poisoned = nf._poisoned_inputs(name, shape)
+        ref = poisoned(backend="reference")
+        run = to_time_major(poisoned) if time_major else poisoned
+        out = on_gpu(run)(backend="triton")
+        if time_major:
+            out = tuple(o.movedim(0, -1) for o in out)
+        for i, (o, r) in enumerate(zip(out, ref)):
+            nf._same_nonfinite(o, r, poisoned, f"{name}[{i}] {shape} flat segmented")
+    finally:
+        launch.clear_caches()

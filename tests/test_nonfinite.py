@@ -61,12 +61,15 @@ MODES = {
     "time-order": dict(split=True, _GROUP_TILES=False, _GROUP_SCAN=False),
     "group-scan": dict(split=True, _GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_MIN_T=4),
     "flat": dict(small=False, _GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_FLAT=True),
+    "flat-segmented": dict(small=False, _GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_FLAT=True,
+                           _FLAT_SEGMENTED=True),
     "time-major": dict(split=True),
     "carry-scan": dict(split=True, _CARRY_PRODUCTS=False),
 }
 # rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, tiles of 16-64 steps, rows of 9-64): a row's last
 # step ignores the row scanned before it by a 0 coefficient, so the estimators whose episode
-# ends multiply (per SPEC) let a NaN of one row reach the next row's outputs
+# ends multiply (per SPEC) let a NaN of one row reach the next row's outputs; the segmented
+# scan over the groups (launch._FLAT_SEGMENTED, off by default) does not ("flat-segmented")
 FLAT_LEAK = ("gae", "vtrace", "retrace", "retrace_av")
 
 
@@ -87,7 +90,7 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
     if name in DIRECT_ONLY:
         monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", frozenset())
-    shape = (64, 16) if mode == "flat" else (4, 23)
+    shape = (64, 16) if mode.startswith("flat") else (4, 23)
     case = _poisoned_inputs(name, shape, time_major=mode == "time-major")
     ref = _poisoned_inputs(name, shape)(backend="reference")
     assert any(torch.isnan(r).any() for r in ref), "the case must produce a NaN somewhere"

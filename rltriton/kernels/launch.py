@@ -317,6 +317,13 @@ _CARRY_PRODUCTS = True
 # still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB). Off until
 # timed on the GPU (`bash benchmarks/device_run.sh segflip`).
 _SEG_FLIP = False
+# Rows laid end to end (_GROUP_SCAN_FLAT, GROUP_TILES = 3) end each row with a 0 coefficient,
+# and 0 * NaN = NaN carries a NaN or inf of one row into the next for GAE, V-trace and Retrace
+# (whose episode ends multiply, as SPEC's formulas do; README "Checks"). With
+# _FLAT_SEGMENTED the scan over the groups is segmented at every row's first group instead
+# (scan.affine_combine_lagged_seg: a flag operand and selects), which removes that. Off until
+# timed on the GPU (`bash benchmarks/device_run.sh flatseg`): one more scan operand.
+_FLAT_SEGMENTED = False
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
@@ -782,13 +789,15 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
 
 
 def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
-    """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so, else ``2`` where
-    :func:`_group_scan` does (chunks in time order otherwise, ``GROUP_TILES = False``:
-    Triton < 3.7)."""
+    """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so (and ``FLAT_SEG``
+    with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does (chunks in time
+    order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
     if meta["GROUP_TILES"] is not False:
         return meta
     if _flat_rows(pl, form):
-        return {**meta, "GROUP_TILES": 3}
+        # TD(lambda)'s scan already cuts where its coefficient is 0 (its kernel has no FLAT_SEG)
+        seg = {"FLAT_SEG": True} if _FLAT_SEGMENTED and form != "td_lambda" else {}
+        return {**meta, "GROUP_TILES": 3, **seg}
     if _group_scan(pl, form):
         return {**meta, "GROUP_TILES": 2}
     return meta

@@ -117,6 +117,17 @@ def affine_combine_lagged(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new
 
 
 @triton.jit
+def affine_combine_lagged_seg(f_acc, p_acc, q_acc, x_acc, y_acc, f_new, p_new, q_new, x_new, y_new):
+    """:func:`affine_combine_lagged` segmented by the flags ``f`` (1 where a segment starts):
+    a composition that reaches a segment start keeps only what follows it, by a select, so a
+    NaN or inf of an earlier segment does not reach it through a multiplication by 0."""
+    p, q, x, y = affine_combine_lagged(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new)
+    new = f_new != 0
+    return (f_acc | f_new, tl.where(new, p_new, p), tl.where(new, q_new, q), tl.where(new, x_new, x),
+            tl.where(new, y_new, y))
+
+
+@triton.jit
 def clip_max(x, bound):
     """min(x, bound), NaN where x is NaN: the importance ratios' clips as SPEC's arithmetic
     (and torch.clamp) give them. ``tl.minimum`` by default returns ``bound`` for a NaN x;
@@ -139,13 +150,14 @@ def last_column(x, REV: tl.constexpr = False):
 
 
 @triton.jit
-def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr = False):
+def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr = False,
+              SEG_GROUPS: tl.constexpr = 0):
     """Scan a [BN, BT] tile of (alpha, beta), columns in scan order (``REV``: in time
     order, scanned from the last column), from the per-row ``carry`` [BN]. Returns the
     tile of states and the carry for the next chunk. A [BN, BT/4, 4] tile takes the
-    two-level scan (:func:`group_scan`)."""
+    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0)."""
     if len(alpha.shape) == 3:
-        out, _next, c = group_scan(alpha, beta, carry, CUT)
+        out, _next, c = group_scan(alpha, beta, carry, CUT, SEG_GROUPS)
         return out, c
     else:
         a, b = scan_maps(alpha, beta, REV, CUT)
@@ -154,13 +166,13 @@ def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr =
 
 
 @triton.jit
-def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False):
+def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0):
     """:func:`scan_tile` that also returns, at each column, the state one step earlier
     in scan order (for a backward estimator, the state at t+1; the carry at the first
     step). Returns ``(D_t, D_{t+1}, new carry)``. A [BN, BT/4, 4] tile takes the
-    two-level scan (:func:`group_scan`)."""
+    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0)."""
     if len(alpha.shape) == 3:
-        return group_scan(alpha, beta, carry)
+        return group_scan(alpha, beta, carry, False, SEG_GROUPS)
     else:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
@@ -206,7 +218,7 @@ def group_steps(alpha, beta, CUT: tl.constexpr = False):
 
 
 @triton.jit
-def group_scan(alpha, beta, carry, CUT: tl.constexpr = False):
+def group_scan(alpha, beta, carry, CUT: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0):
     """The two-level scan of a group-form tile (``GROUP_TILES = 2``): [BN, NG, 4], group g
     holding 4 steps ascending in time, groups in scan order (descending time), so steps
     are scanned k = 3, 2, 1, 0 inside a group. Each thread composes its groups' maps
@@ -216,11 +228,21 @@ def group_scan(alpha, beta, carry, CUT: tl.constexpr = False):
     lowers as a layout conversion through shared memory) and no reverse scan: 24 shuffles
     per thread for a [1, 512] tile on 4 warps, where the time-order form's reverse scan
     takes 92 (Triton 3.6). Returns (the states [BN, NG, 4], the states one step later in
-    time, i.e. earlier in scan order [BN, NG, 4], the carry out [BN])."""
+    time, i.e. earlier in scan order [BN, NG, 4], the carry out [BN]).
+
+    SEG_GROUPS > 0 (rows laid end to end, ``GROUP_TILES = 3``, with
+    ``launch._FLAT_SEGMENTED``): every SEG_GROUPS groups start a new row, and the scan over
+    the groups is segmented there (:func:`affine_combine_lagged_seg`; the carry is 0), so a
+    row's states never take the previous row's through the row end's 0 coefficient."""
     a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta, CUT)
     one = tl.full(fa.shape, 1.0, fa.dtype)
     zero = tl.zeros(fa.shape, fa.dtype)
-    if CUT:
+    if SEG_GROUPS > 0:
+        starts = (tl.arange(0, fa.shape[1]) % SEG_GROUPS == 0).to(tl.int32)[None, :]
+        flags = tl.broadcast_to(starts, fa.shape)
+        _f, _p, q, _x, y = tl.associative_scan((flags, fb, one, fa, zero), axis=1,
+                                               combine_fn=affine_combine_lagged_seg)
+    elif CUT:
         _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged_cut)
     else:
         _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
@@ -797,7 +819,7 @@ def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, inc
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
               REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
-              CUT: tl.constexpr = False):
+              CUT: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0):
     """One chunk (a [BN, BT] tile in scan order, or in time order scanned in reverse with
     ``REV``): ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found by
     look-back (``carry`` is then the value entering the first segment in scan order).
@@ -821,13 +843,14 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
         out = a + times(b, c[:, None], CUT)
         return out, last_column(out, REV)
     else:
-        return scan_tile(alpha, beta, carry, REV, CUT)
+        return scan_tile(alpha, beta, carry, REV, CUT, SEG_GROUPS)
 
 
 @triton.jit
 def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg,
                      n_segs, PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                     REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False):
+                     REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
+                     SEG_GROUPS: tl.constexpr = 0):
     """``scan_tile_lagged`` with the PHASE 3 look-back carry or the deferred PHASE 2
     carry-in (see :func:`scan_step`)."""
     if PHASE == 2:
@@ -848,4 +871,4 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
         out = x + p * c[:, None]
         return out, y + q * c[:, None], last_column(out, REV)
     else:
-        return scan_tile_lagged(alpha, beta, carry, REV)
+        return scan_tile_lagged(alpha, beta, carry, REV, SEG_GROUPS)
