@@ -20,7 +20,7 @@
 #   defaults against them: launch._GROUP_SCAN_FLAT, _GROUP_SCAN_LOOP, _LOOP_MAXNREG)
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
 #   default against chunks in time order throughout, i.e. _GROUP_SCAN off; Triton < 3.7)
-#   (tests ~6-7 min with a cold kernel cache, probe ~1.5, bench ~3.5, each sweep ~4: at most
+#   (tests ~8 min with a cold kernel cache, more than one call may need TESTS_K slices; probe ~1.5, bench ~3.5, each sweep ~4: at most
 #   ~9 min per call; bench-rest: the estimators bench's 3 minutes leave out, ~3.5; massive:
 #   the massively parallel grid for four estimators against rl-triton, ~4)
 #
@@ -53,8 +53,13 @@ L=rltriton/kernels/launch.py
 stages=${*:-tests probe}
 for stage in $stages; do
   case $stage in
-    tests) timeout 450 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider 2>&1 \
-             | tee "$OUT/gpu_tests.log" | grep -E "^FAILED|passed|failed" | sed 's/ - .*//' | head -40 ;;
+    tests)
+      # verbose, so a failure is named in the log as it happens even if the time box ends the
+      # run before pytest's summary (TESTS_K: a -k expression; TESTS_TIMEOUT: the box, s)
+      timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -m gpu tests/test_gpu.py -v -n 14 -p no:cacheprovider \
+          ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tee "$OUT/gpu_tests.log" | grep -E "FAILED|ERROR|passed|failed" \
+        | grep -v "PASSED" | sed 's/ - .*//' | head -40
+      echo "passed so far: $(grep -c PASSED "$OUT/gpu_tests.log")" ;;
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
     bench) timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
              | tail -40 ;;
