@@ -50,6 +50,16 @@ versions() {
   for v in "$@"; do mkdir -p "$dir/$v" && cp -r rltriton "$dir/$v/"; done
 }
 L=rltriton/kernels/launch.py
+# setting_ab NAME TESTS_K TEST_SECONDS V1 V2 VERSION:SED AB_SECONDS ESTIMATORS SHAPES: one
+# setting of launch.py timed on its own: the GPU tests matching TESTS_K, then copies V1 and V2
+# of rltriton/ (versions), VERSION's launch.py edited by SED, and an A/B of V1 against V2
+# (columns in that order); logs NAME_tests.log and ab_NAME.txt
+setting_ab() {
+  gpu_tests "$3" "$2" "$1_tests.log"
+  versions "$1" "$4" "$5"
+  sed -i "${6#*:}" "_ab/$1/${6%%:*}/$L"
+  timeout "$7" python3 benchmarks/ab.py "_ab/$1/$4" "_ab/$1/$5" --est "$8" --shapes "$9" 2>&1 | tee "$OUT/ab_$1.txt"
+}
 stages=${*:-tests probe}
 for stage in $stages; do
   case $stage in
@@ -73,12 +83,9 @@ for stage in $stages; do
              | grep -v "^ *skip" ;;
     gscan)
       # the two-level group scan (launch._GROUP_SCAN): its GPU tests, then time order -> default
-      gpu_tests 150 group_scan gscan_tests.log
-      versions gscan time_order default
-      sed -i 's/^_GROUP_SCAN = True/_GROUP_SCAN = False/' _ab/gscan/time_order/$L
-      timeout 200 python3 benchmarks/ab.py _ab/gscan/time_order _ab/gscan/default --est gae,td_lambda,vtrace,retrace,retrace_av \
-        --shapes 4096x128,32768x8,32768x32,32768x64,16384x512,512x4096,4096x2048,16x262144,1x1048576 2>&1 \
-        | tee "$OUT/ab_gscan.txt" ;;
+      setting_ab gscan group_scan 150 time_order default 'time_order:s/^_GROUP_SCAN = True/_GROUP_SCAN = False/' \
+        200 gae,td_lambda,vtrace,retrace,retrace_av \
+        4096x128,32768x8,32768x32,32768x64,16384x512,512x4096,4096x2048,16x262144,1x1048576 ;;
     adopted)
       # session 9's settings (launch._GROUP_SCAN_FLAT on for 16-64-step short rows, the group scan
       # and register caps in the chunk loops) against session 8's defaults: the forced GPU tests,
@@ -119,13 +126,8 @@ for stage in $stages; do
     lookback)
       # the single-pass decoupled look-back (launch._LOOKBACK) for split rows: its GPU tests,
       # then an A/B of the two-pass split (default) against it
-      gpu_tests 200 lookback lookback_tests.log
-      versions lookback two_pass lookback
-      sed -i 's/^_LOOKBACK = False/_LOOKBACK = True/' _ab/lookback/lookback/$L
-      timeout 240 python3 benchmarks/ab.py _ab/lookback/two_pass _ab/lookback/lookback \
-        --est gae,td_lambda,vtrace,retrace,retrace_av,traces \
-        --shapes 16x262144,1x1048576,64x65536,1x4194304,128x16384,256x8192 2>&1 \
-        | tee "$OUT/ab_lookback.txt" ;;
+      setting_ab lookback lookback 200 two_pass lookback 'lookback:s/^_LOOKBACK = False/_LOOKBACK = True/' \
+        240 gae,td_lambda,vtrace,retrace,retrace_av,traces 16x262144,1x1048576,64x65536,1x4194304,128x16384,256x8192 ;;
     sweep-lb)
       # every plan of the long rows, the look-back's among them (lookback = True in the plan)
       for e in gae traces; do
@@ -154,35 +156,23 @@ for stage in $stages; do
       done ;;
     tm-few)
       # few time-major rows (launch._TM_FEW_KINDS): their GPU tests, then the generic tiles -> the few-rows tiles
-      gpu_tests 150 few_rows tm_few_tests.log
-      versions tm_few generic default
-      sed -i 's/^_TM_FEW_KINDS = .*/_TM_FEW_KINDS = frozenset()/' _ab/tm_few/generic/$L
-      timeout 220 python3 benchmarks/ab.py _ab/tm_few/generic _ab/tm_few/default --est gae_tm,td_lambda_tm,traces_tm \
-        --shapes 16x262144,4x262144,16x131072,2x524288,9x200000 2>&1 | tee "$OUT/ab_tm_few.txt" ;;
+      setting_ab tm_few few_rows 150 generic default 'generic:s/^_TM_FEW_KINDS = .*/_TM_FEW_KINDS = frozenset()/' \
+        220 gae_tm,td_lambda_tm,traces_tm 16x262144,4x262144,16x131072,2x524288,9x200000 ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
-      gpu_tests 200 carry_products carry_tests.log
-      versions carry scan products
-      sed -i 's/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' _ab/carry/scan/$L
-      timeout 240 python3 benchmarks/ab.py _ab/carry/scan _ab/carry/products \
-        --est gae,td_lambda,vtrace,retrace,retrace_av,traces,gae_tm,vtrace_tm \
-        --shapes 16x262144,1x1048576,64x65536,128x16384,512x4096,4096x2048 2>&1 | tee "$OUT/ab_carry.txt" ;;
+      setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \
+        240 gae,td_lambda,vtrace,retrace,retrace_av,traces,gae_tm,vtrace_tm \
+        16x262144,1x1048576,64x65536,128x16384,512x4096,4096x2048 ;;
     segflip)
       # PHASE 2 in reverse launch order (launch._SEG_FLIP): its GPU tests, then an A/B
-      gpu_tests 150 seg_flip segflip_tests.log
-      versions segflip default flip
-      sed -i 's/^_SEG_FLIP = False/_SEG_FLIP = True/' _ab/segflip/flip/$L
-      timeout 240 python3 benchmarks/ab.py _ab/segflip/default _ab/segflip/flip \
-        --est gae,td_lambda,vtrace,retrace,traces,gae_tm \
-        --shapes 16x262144,1x1048576,64x65536,16x131072,1x4194304 2>&1 | tee "$OUT/ab_segflip.txt" ;;
+      setting_ab segflip seg_flip 150 default flip 'flip:s/^_SEG_FLIP = False/_SEG_FLIP = True/' \
+        240 gae,td_lambda,vtrace,retrace,traces,gae_tm 16x262144,1x1048576,64x65536,16x131072,1x4194304 ;;
     flatseg)
       # rows laid end to end with the scan segmented at the rows' starts (launch._FLAT_SEGMENTED):
       # its GPU tests, then an A/B on the short rows that take those tiles (Triton < 3.7)
-      gpu_tests 150 "flat_segmented or nonfinite" flatseg_tests.log
-      versions flatseg default segmented
-      sed -i 's/^_FLAT_SEGMENTED = False/_FLAT_SEGMENTED = True/' _ab/flatseg/segmented/$L
-      timeout 200 python3 benchmarks/ab.py _ab/flatseg/default _ab/flatseg/segmented --est gae,vtrace,retrace,retrace_av \
-        --shapes 32768x16,32768x32,32768x64,8192x32,4096x16 2>&1 | tee "$OUT/ab_flatseg.txt" ;;
+      setting_ab flatseg "flat_segmented or nonfinite" 150 default segmented \
+        'segmented:s/^_FLAT_SEGMENTED = False/_FLAT_SEGMENTED = True/' \
+        200 gae,vtrace,retrace,retrace_av 32768x16,32768x32,32768x64,8192x32,4096x16 ;;
     host)
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
       timeout 150 python3 benchmarks/host.py gae,vtrace 32768x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20
