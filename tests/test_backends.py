@@ -674,8 +674,8 @@ def test_group_scan_flat(name, segmented, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
     monkeypatch.setattr(poisoned, "_GROUP_SCAN_FLAT", True)
     monkeypatch.setattr(poisoned, "_FLAT_SEGMENTED", segmented)
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_n,
-                                                             kw.get("FLAT_SEG", False)))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_n, pl.block_t,
+                                                             kw.get("SEG_GROUPS", 0)))
     poisoned.clear_caches()
     try:
         for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
@@ -688,7 +688,7 @@ def test_group_scan_flat(name, segmented, monkeypatch, poisoned):
                         continue
                     check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
         flat_seg = segmented and name not in ("td_lambda", "discounted_returns")  # their scans cut at 0
-        assert seen and all(g == 3 and bn > 1 and fs == flat_seg for g, bn, fs in seen), seen
+        assert seen and all(g == 3 and bn > 1 and sg == (bt // 4 if flat_seg else 0) for g, bn, bt, sg in seen), seen
     finally:
         poisoned.clear_caches()
 

@@ -94,7 +94,7 @@ def gae_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
-    FLAT_SEG: tl.constexpr = False,
+    SEG_GROUPS: tl.constexpr = 0,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
@@ -104,9 +104,6 @@ def gae_kernel(
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
-    # rows laid end to end: the scan over groups segmented at each row's first group
-    # (launch._FLAT_SEGMENTED), so a NaN or inf of one row does not reach the next
-    SEGG: tl.constexpr = BLOCK_T // 4 if FLAT_SEG and GROUP_TILES == 3 else 0
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
@@ -136,7 +133,7 @@ def gae_kernel(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
-                SEG_GROUPS=SEGG,
+                SEG_GROUPS=SEG_GROUPS,
             )
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, adv, mask=mask)
@@ -217,7 +214,7 @@ def vtrace_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
-    FLAT_SEG: tl.constexpr = False,
+    SEG_GROUPS: tl.constexpr = 0,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
@@ -229,9 +226,6 @@ def vtrace_kernel(
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
-    # rows laid end to end: the scan over groups segmented at each row's first group
-    # (launch._FLAT_SEGMENTED), so a NaN or inf of one row does not reach the next
-    SEGG: tl.constexpr = BLOCK_T // 4 if FLAT_SEG and GROUP_TILES == 3 else 0
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     rho_bar = scalar(rho_hi, rho_lo, DT)
@@ -265,7 +259,7 @@ def vtrace_kernel(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
-                SEG_GROUPS=SEGG,
+                SEG_GROUPS=SEG_GROUPS,
             )
             d = group_order(d, r)
             d_next = group_order(d_next, r)
@@ -377,7 +371,7 @@ def retrace_kernel(
     PHASE: tl.constexpr, S_BLOCK: tl.constexpr, ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr,
     GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr = False, STAGES: tl.constexpr = 1,
     AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
-    SEG_FLIP: tl.constexpr = False, FLAT_SEG: tl.constexpr = False,
+    SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -402,9 +396,6 @@ def retrace_kernel(
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
-    # rows laid end to end: the scan over groups segmented at each row's first group
-    # (launch._FLAT_SEGMENTED), so a NaN or inf of one row does not reach the next
-    SEGG: tl.constexpr = BLOCK_T // 4 if FLAT_SEG and GROUP_TILES == 3 else 0
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
@@ -446,7 +437,7 @@ def retrace_kernel(
                 _h, h_next, carry = scan_step_lagged(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEGG,
+                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS,
                 )
                 h_next = group_order(h_next, r)
                 d = r - q + tl.where(inside, g * h_next, edge)
@@ -487,7 +478,7 @@ def retrace_kernel(
                 d, carry = scan_step(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEGG,
+                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS,
                 )
                 d = group_order(d, r)
                 tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)

@@ -789,14 +789,16 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
 
 
 def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
-    """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so (and ``FLAT_SEG``
+    """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so (and ``SEG_GROUPS``
     with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does (chunks in time
     order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
     if meta["GROUP_TILES"] is not False:
         return meta
     if _flat_rows(pl, form):
-        # TD(lambda)'s scan already cuts where its coefficient is 0 (its kernel has no FLAT_SEG)
-        seg = {"FLAT_SEG": True} if _FLAT_SEGMENTED and form != "td_lambda" else {}
+        # the scan over the groups segmented at each row's first group (scan.group_scan's
+        # SEG_GROUPS); TD(lambda)'s scan already cuts where its coefficient is 0 (its kernel
+        # has no SEG_GROUPS)
+        seg = {"SEG_GROUPS": pl.block_t // 4} if _FLAT_SEGMENTED and form != "td_lambda" else {}
         return {**meta, "GROUP_TILES": 3, **seg}
     if _group_scan(pl, form):
         return {**meta, "GROUP_TILES": 2}
