@@ -485,16 +485,23 @@ def test_nonfinite_default_tiles(name, shape, time_major, monkeypatch):
     if t > 2000:  # a NaN late in the row too, past the first chunk or segment
         case.args[0][0, t - 5] = float("nan")
     ref = as_f64(case)(backend="torch") if t > 2000 else case(backend="reference")
-    if time_major:
-        case = to_time_major(case)
     try:
-        out = on_gpu(case)(backend="triton")
+        _compare_nonfinite(case, ref, time_major, f"{shape} {'tm' if time_major else 'bm'}")
     finally:
         launch.clear_caches()
+
+
+def _compare_nonfinite(case: Case, ref: tuple[torch.Tensor, ...], time_major: bool, what: str) -> None:
+    """``case`` (batch-major, on the CPU) run by the Triton backend on the GPU, time-major if
+    asked, against ``ref``: NaN and inf in the same places, the rest within tolerance
+    (tests/test_nonfinite.py's check)."""
+    from tests import test_nonfinite as nf
+
+    out = on_gpu(to_time_major(case) if time_major else case)(backend="triton")
     if time_major:
         out = tuple(o.movedim(0, -1) for o in out)
     for i, (o, r) in enumerate(zip(out, ref)):
-        nf._same_nonfinite(o, r, case, f"{name}[{i}] {shape} {'tm' if time_major else 'bm'}")
+        nf._same_nonfinite(o, r, case, f"{case.name}[{i}] {what}")
 
 
 @pytest.mark.parametrize("time_major", [False, True], ids=["bm", "tm"])
@@ -524,12 +531,6 @@ def test_flat_segmented(name, shape, time_major, monkeypatch):
                 assert launch._flat_rows(launch.plan_for(*shape, torch.device("cuda")), form), (name, shape)
             _compare(on_gpu(case), case(backend="reference"), f"{name} {shape} flat segmented")
         poisoned = nf._poisoned_inputs(name, shape)
-        ref = poisoned(backend="reference")
-        run = to_time_major(poisoned) if time_major else poisoned
-        out = on_gpu(run)(backend="triton")
-        if time_major:
-            out = tuple(o.movedim(0, -1) for o in out)
-        for i, (o, r) in enumerate(zip(out, ref)):
-            nf._same_nonfinite(o, r, poisoned, f"{name}[{i}] {shape} flat segmented")
+        _compare_nonfinite(poisoned, poisoned(backend="reference"), time_major, f"{shape} flat segmented")
     finally:
         launch.clear_caches()
