@@ -45,10 +45,23 @@ def submit_us(fn, calls: int = 200) -> float:
     return statistics.median(ts)
 
 
-def main() -> None:
-    names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["gae", "vtrace", "td_lambda", "retrace"]
-    shapes = [tuple(int(v) for v in s.split("x")) for s in sys.argv[2].split(",")] if len(sys.argv) > 2 \
-        else [(4096, 128), (32768, 8), (16, 262144)]
+def repeated_call(name: str, shape: tuple[int, int]):
+    """The functional call of ``name`` at ``shape`` (on the GPU, Triton backend) as a
+    zero-argument function, already called three times (record, arm the fast launch, use
+    it), and its case."""
+    case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
+    fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
+    launch.clear_caches()
+
+    def call():
+        return fn(*args, **kw)
+
+    for _ in range(3):
+        call()
+    return call, case
+
+
+def main(names: list[str], shapes: list[tuple[int, int]]) -> None:
     variants = {"default": {}, "tensors": {"POINTERS_AS_INTS": False}, "meta": {"LAUNCH_METADATA": True},
                 "run": {"DIRECT_LAUNCHER": False}, "bare": {}}
     fast = launch._FastLaunch
@@ -57,16 +70,8 @@ def main() -> None:
     print(f"{'estimator':<10} {'shape':>14}  submit: {head}   full: {head}")
     for name in names:
         for shape in shapes:
-            case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
-            fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
+            call, case = repeated_call(name, shape)
             bare = bare_launch(lambda case=case: case(backend="triton"))
-            launch.clear_caches()
-            for _ in range(3):  # record, arm the fast launch, use it
-                fn(*args, **kw)
-
-            def call(fn=fn, args=args, kw=kw):
-                return fn(*args, **kw)
-
             sub: dict[str, list[float]] = {v: [] for v in variants}
             full: dict[str, list[float]] = {v: [] for v in variants}
             try:
@@ -93,13 +98,8 @@ def breakdown(names: list[str], shapes: list[tuple[int, int]]) -> None:
     step_call, replay_call = launch._Step.__call__, launch.Replay.__call__
     for name in names:
         for shape in shapes:
-            case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
-            fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
-            launch.clear_caches()
-            outs = None
-            for _ in range(3):
-                outs = fn(*args, **kw)
-            kept = tuple(outs)
+            call, _case = repeated_call(name, shape)
+            kept = tuple(call())
             res: dict[str, list[float]] = {"call": [], "nolaunch": [], "noreplay": []}
             try:
                 for _ in range(5):
@@ -107,7 +107,7 @@ def breakdown(names: list[str], shapes: list[tuple[int, int]]) -> None:
                         launch._Step.__call__ = step_call if variant == "call" else (lambda self, sources: None)
                         launch.Replay.__call__ = (lambda self, tensors, kept=kept: kept) \
                             if variant == "noreplay" else replay_call
-                        res[variant].append(submit_us(lambda fn=fn, args=args, kw=kw: fn(*args, **kw)))
+                        res[variant].append(submit_us(call))
             finally:
                 launch._Step.__call__, launch.Replay.__call__ = step_call, replay_call
             print(f"{name:<10} {str(shape):>14} {min(res['call']):7.1f} {min(res['nolaunch']):10.1f}"
@@ -115,10 +115,9 @@ def breakdown(names: list[str], shapes: list[tuple[int, int]]) -> None:
 
 
 if __name__ == "__main__":
-    if "--breakdown" in sys.argv:
-        sys.argv.remove("--breakdown")
-        breakdown(sys.argv[1].split(",") if len(sys.argv) > 1 else ["gae"],
-                  [tuple(int(v) for v in s.split("x")) for s in sys.argv[2].split(",")] if len(sys.argv) > 2
-                  else [(32768, 8)])
-    else:
-        main()
+    split = "--breakdown" in sys.argv
+    argv = [a for a in sys.argv[1:] if a != "--breakdown"]
+    names = argv[0].split(",") if argv else (["gae"] if split else ["gae", "vtrace", "td_lambda", "retrace"])
+    shapes = [tuple(int(v) for v in s.split("x")) for s in argv[1].split(",")] if len(argv) > 1 \
+        else ([(32768, 8)] if split else [(4096, 128), (32768, 8), (16, 262144)])
+    (breakdown if split else main)(names, shapes)
