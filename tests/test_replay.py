@@ -137,3 +137,41 @@ def test_time_split_is_replayed(name, monkeypatch, poisoned):
     for seed in (1, 3):
         _check(make_case(name, (6, 63), seed=seed))
     assert replayed == []
+
+
+@pytest.mark.parametrize("name", REPLAYED)
+@pytest.mark.parametrize("mode", ["one-pass", "split", "flat"])
+def test_every_launch_binds_its_constexprs(name, mode, monkeypatch, poisoned):
+    """A fast replay (launch._FastLaunch: compiled GPU kernels only) launches with every
+    parameter after the arguments bound: from the launch's keywords or, where the launch
+    left one out, the parameter's default, which the kernel was compiled with. Every launch
+    the Triton backend makes (one pass, the two passes of a split, Triton < 3.7's rows laid
+    end to end) must give that tuple: a None is a replay that falls back to ``kernel[grid]``
+    on the GPU, ~20-40 us of host time a call (``SEG_GROUPS`` left out of every
+    non-flat GAE, V-trace and Retrace launch did that, found on the H200 in session 12)."""
+    from tests.conftest import use_small_tiles
+
+    if mode == "split":
+        use_small_tiles(monkeypatch, poisoned, split=True)
+    if mode == "flat":
+        for key, value in dict(_GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_FLAT=True).items():
+            monkeypatch.setattr(poisoned, key, value)
+    specs = poisoned.launch_specs
+    seen: list = []
+
+    def spy(*a, **k):
+        out = specs(*a, **k)
+        seen.extend(out[0])
+        return out
+
+    monkeypatch.setattr(poisoned, "launch_specs", spy)
+    poisoned.clear_caches()
+    _check(make_case(name, (64, 16) if mode == "flat" else (5, 63), seed=3))
+    assert len(seen) == (2 if mode == "split" else 1), seen
+    for kernel, _, args, kw in seen:
+        names = kernel.arg_names[len(args):]
+        consts = poisoned._FastLaunch.constexprs(kernel, len(args), kw)
+        assert consts is not None and len(consts) == len(names), (names, sorted(kw))
+        assert all(c == kw[n] for n, c in zip(names, consts) if n in kw)
+        if mode == "flat" and poisoned._FLAT_SEGMENTED and "SEG_GROUPS" in names:
+            assert kw["SEG_GROUPS"] == 4  # segmented at the rows' starts: 16-step tiles, 4 groups

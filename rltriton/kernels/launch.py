@@ -10,6 +10,7 @@ receive an existing tensor that the kernel never reads. Nothing here synchronise
 from __future__ import annotations
 
 import functools
+import inspect
 import struct
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -706,16 +707,34 @@ class _FastLaunch:
             from triton import knobs  # noqa: F401  (3.4+: the launch convention used below)
         except ImportError:
             return None
-        names = getattr(kernel, "arg_names", None)
-        if compiled is None or not hasattr(compiled, "run") or names is None \
-                or getattr(triton.knobs.runtime, "interpret", False):
+        if compiled is None or not hasattr(compiled, "run") or getattr(triton.knobs.runtime, "interpret", False):
             return None
-        rest = names[len(args):]
-        if any(n not in kwargs for n in rest):
+        consts = _FastLaunch.constexprs(kernel, len(args), kwargs)
+        if consts is None:
             return None
         ptr_slots = tuple(k for k, _, _ in slots)
         aligned = tuple(args[k].data_ptr() % 16 == 0 for k in ptr_slots)
-        return _FastLaunch(compiled, grid, ptr_slots, aligned, tuple(kwargs[n] for n in rest))
+        return _FastLaunch(compiled, grid, ptr_slots, aligned, consts)
+
+    @staticmethod
+    def constexprs(kernel, n_args: int, kwargs: dict) -> tuple | None:
+        """The values of ``kernel``'s parameters after its first ``n_args`` (its constexprs),
+        as the launch bound them: from ``kwargs``, or the parameter's default where the
+        launch left one out (e.g. ``SEG_GROUPS`` off flat rows, ``SEG_FLIP`` outside a
+        split's PHASE 2), which is what the compiled kernel was specialised with. None when
+        one has neither (the launch would not have compiled)."""
+        names = getattr(kernel, "arg_names", None)
+        if names is None:
+            return None
+        fn = getattr(kernel, "fn", None)  # the Python function (JITFunction and the interpreter's)
+        if fn is None:
+            return None
+        empty = inspect.Parameter.empty
+        defaults = {n: q.default for n, q in inspect.signature(fn).parameters.items() if q.default is not empty}
+        rest = names[n_args:]
+        if any(n not in kwargs and n not in defaults for n in rest):
+            return None
+        return tuple(kwargs[n] if n in kwargs else defaults[n] for n in rest)
 
     def __call__(self, args: list) -> bool:
         """Launch with ``args`` (tensors in the slots; replaced by their addresses) and
