@@ -168,10 +168,11 @@ for stage in $stages; do
       setting_ab segflip seg_flip 150 default flip 'flip:s/^_SEG_FLIP = False/_SEG_FLIP = True/' \
         240 gae,td_lambda,vtrace,retrace,traces,gae_tm 16x262144,1x1048576,64x65536,16x131072,1x4194304 ;;
     flatseg)
-      # rows laid end to end with the scan segmented at the rows' starts (launch._FLAT_SEGMENTED):
-      # its GPU tests, then an A/B on the short rows that take those tiles (Triton < 3.7)
-      setting_ab flatseg "flat_segmented or nonfinite" 150 default segmented \
-        'segmented:s/^_FLAT_SEGMENTED = False/_FLAT_SEGMENTED = True/' \
+      # rows laid end to end with the scan segmented at the rows' starts (launch._FLAT_SEGMENTED,
+      # on since session 12): its GPU tests, then an A/B, plain -> segmented, on the short rows
+      # that take those tiles (Triton < 3.7)
+      setting_ab flatseg "flat_segmented or nonfinite" 150 plain default \
+        'plain:s/^_FLAT_SEGMENTED = True/_FLAT_SEGMENTED = False/' \
         200 gae,vtrace,retrace,retrace_av 32768x16,32768x32,32768x64,8192x32,4096x16 ;;
     host)
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one

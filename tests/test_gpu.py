@@ -465,21 +465,15 @@ NONFINITE_SHAPES = [(300, 12), (300, 32), (40, 128), (6, 3000), (3, 300000)]
 def test_nonfinite_default_tiles(name, shape, time_major, monkeypatch):
     """NaN and inf inputs come out where the float64 recursion puts them (SPEC.md section 4),
     through the compiled kernels at their default tiles (tests/test_nonfinite.py runs the same
-    check in the interpreter); the known deviations are skipped, not hidden: the lagged action
-    form and, with Triton < 3.7, rows laid end to end for the estimators whose episode ends
-    multiply (README "Checks")."""
+    check in the interpreter); the known deviation is skipped, not hidden: the lagged action
+    form (README "Checks"). Rows laid end to end (Triton < 3.7) are checked too: their scan
+    is segmented at the rows' starts (launch._FLAT_SEGMENTED), so no NaN crosses a row."""
     from rltriton.kernels import launch
     from tests import test_nonfinite as nf
 
     if name in nf.DIRECT_ONLY:
         monkeypatch.setattr(launch, "_RETRACE_LAGGED", frozenset())
     launch.clear_caches()
-    # rows laid end to end: launch._flat_rows on the plan (time-major rows too few for their
-    # own tiles take the batch-major plan, strided), with Triton < 3.7 (GROUP_TILES False)
-    form = {"retrace_av": "retrace_actions"}.get(name, name)
-    pl = launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=time_major)
-    if not launch._GROUP_TILES and launch._flat_rows(pl, form) and name in nf.FLAT_LEAK:
-        pytest.skip("known deviation: a NaN crosses rows laid end to end (Triton < 3.7)")
     t = shape[1]
     case = nf._poisoned_inputs(name, shape)
     if t > 2000:  # a NaN late in the row too, past the first chunk or segment
@@ -509,9 +503,9 @@ def _compare_nonfinite(case: Case, ref: tuple[torch.Tensor, ...], time_major: bo
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
 def test_flat_segmented(name, shape, time_major, monkeypatch):
     """Rows laid end to end with the scan over groups segmented at the rows' starts
-    (launch._FLAT_SEGMENTED), forced on: finite inputs against float64, and NaN/inf inputs
-    where the float64 recursion puts them, which the plain flat rows miss (a NaN crossing
-    into the next row); Triton < 3.7, where rows are laid end to end."""
+    (launch._FLAT_SEGMENTED, the default, forced here): finite inputs against float64, and
+    NaN/inf inputs where the float64 recursion puts them, which the plain flat rows miss (a
+    NaN crossing into the next row); Triton < 3.7, where rows are laid end to end."""
     from rltriton.kernels import launch
     from tests import test_nonfinite as nf
 

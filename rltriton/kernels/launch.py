@@ -319,12 +319,15 @@ _CARRY_PRODUCTS = True
 # timed on the GPU (`bash benchmarks/device_run.sh segflip`).
 _SEG_FLIP = False
 # Rows laid end to end (_GROUP_SCAN_FLAT, GROUP_TILES = 3) end each row with a 0 coefficient,
-# and 0 * NaN = NaN carries a NaN or inf of one row into the next for GAE, V-trace and Retrace
-# (whose episode ends multiply, as SPEC's formulas do; README "Checks"). With
-# _FLAT_SEGMENTED the scan over the groups is segmented at every row's first group instead
-# (scan.affine_combine_lagged_seg: a flag operand and selects), which removes that. Off until
-# timed on the GPU (`bash benchmarks/device_run.sh flatseg`): one more scan operand.
-_FLAT_SEGMENTED = False
+# and 0 * NaN = NaN would carry a NaN or inf of one row into the next for GAE, V-trace and
+# Retrace (whose episode ends multiply, as SPEC's formulas do). With _FLAT_SEGMENTED the scan
+# over the groups is segmented at every row's first group instead
+# (scan.affine_combine_lagged_seg: a flag operand and selects), so no value crosses a row's
+# start. H200, Triton 3.6 (benchmarks/ab.py, 2026-11-30-h200-s12 notes), plain -> segmented,
+# us: 32768 x 16 GAE 3.1 -> 3.1, V-trace 3.6 -> 3.6, Retrace 3.9 -> 4.1; 32768 x 64 GAE 7.8
+# -> 8.1, V-trace and Retrace equal; 4096 x 16 Retrace 2.2 -> 2.4: at most 0.3 us, kept for
+# rows that never mix.
+_FLAT_SEGMENTED = True
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
