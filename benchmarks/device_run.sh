@@ -164,8 +164,9 @@ for stage in $stages; do
         240 gae,td_lambda,vtrace,retrace,retrace_av,traces,gae_tm,vtrace_tm \
         16x262144,1x1048576,64x65536,128x16384,512x4096,4096x2048 ;;
     segflip)
-      # PHASE 2 in reverse launch order (launch._SEG_FLIP): its GPU tests, then an A/B
-      setting_ab segflip seg_flip 150 default flip 'flip:s/^_SEG_FLIP = False/_SEG_FLIP = True/' \
+      # PHASE 2 in reverse launch order (launch._SEG_FLIP, on since session 12 from
+      # _SEG_FLIP_MIN_ELEMS on batch-major tiles): its GPU tests, then an A/B of launch order -> the default
+      setting_ab segflip seg_flip 150 inorder default 'inorder:s/^_SEG_FLIP = True/_SEG_FLIP = False/' \
         240 gae,td_lambda,vtrace,retrace,traces,gae_tm 16x262144,1x1048576,64x65536,16x131072,1x4194304 ;;
     flatseg)
       # rows laid end to end with the scan segmented at the rows' starts (launch._FLAT_SEGMENTED,

@@ -269,25 +269,36 @@ def test_carry_products(name, one_chunk, products, monkeypatch, poisoned):
 def test_seg_flip(name, monkeypatch, poisoned):
     """PHASE 2 taking the segments in reverse launch order (launch._SEG_FLIP, scan.program_tile)
     on the interpreter: every estimator against the float64 reference, split into one-chunk
-    segments and into segments of two chunks, batch- and time-major; the plan must split and
-    the flag reach the kernel. Any bijection of the segments is correct (the passes need no
-    order); with poisoned outputs a segment taken twice or never fails (``seg // 2`` in
-    place of the flip fails all 8)."""
+    segments and into segments of two chunks; the plan must split and the flag reach PHASE 2
+    (never PHASE 1) of batch-major calls from _SEG_FLIP_MIN_ELEMS elements (lowered here to
+    5 x 63), not those below, nor time-major ones (they keep the launch order). Any
+    bijection of the segments is correct (the passes need no order); with poisoned outputs
+    a segment taken twice or never fails (``seg // 2`` in place of the flip fails all 8)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
     monkeypatch.setattr(poisoned, "_SEG_FLIP", True)
+    monkeypatch.setattr(poisoned, "_SEG_FLIP_MIN_ELEMS", 5 * 63)
     monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, kw.get("SEG_FLIP")))
+    specs = poisoned.launch_specs
+    flags: list = []
+
+    def spy(*a, **k):
+        out = specs(*a, **k)
+        flags.append([kw.get("SEG_FLIP") for _, _, _, kw in out[0]])
+        return out
+
+    monkeypatch.setattr(poisoned, "launch_specs", spy)
     try:
-        for seg_steps, shape in ((16, (5, 63)), (32, (3, 97))):
+        for seg_steps, shape, flip in ((16, (5, 63), True), (32, (5, 97), True), (16, (3, 97), False)):
             monkeypatch.setattr(poisoned, "_SEG_STEPS", seg_steps)
             poisoned.clear_caches()
-            seen.clear()
+            flags.clear()
             check(make_case(name, shape, seed=17 + shape[1]), "triton")
-            segs, flip = seen[0]
-            assert segs > 1 and flip, seen
+            assert flags[0] == [False, flip], (shape, flags)
+        flags.clear()
         check(make_case(name, (6, 63), time_major=True, seed=6), "triton")
+        assert flags[0] == [False, False], flags
     finally:
         poisoned.clear_caches()
 

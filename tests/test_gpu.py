@@ -302,11 +302,13 @@ def test_carry_products_split(shape, name, monkeypatch):
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("time_major", [False, True], ids=["bm", "tm"])
 def test_seg_flip_split(shape, name, time_major, monkeypatch):
-    """PHASE 2 in reverse launch order (launch._SEG_FLIP), forced on: split long rows,
-    batch- and time-major, against float64."""
+    """PHASE 2 in reverse launch order (launch._SEG_FLIP), forced on from any size (the
+    default flips from _SEG_FLIP_MIN_ELEMS): split long rows against float64, batch-major
+    (time-major tiles keep the launch order and are checked as they run)."""
     from rltriton.kernels import launch
 
     monkeypatch.setattr(launch, "_SEG_FLIP", True)
+    monkeypatch.setattr(launch, "_SEG_FLIP_MIN_ELEMS", 0)
     launch.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, seed=12))

@@ -315,9 +315,17 @@ _SEGMENT_MAP_FORWARD = True
 _CARRY_PRODUCTS = True
 # PHASE 2 of a time split walks the segments in the opposite order to PHASE 1
 # (scan.program_tile's SEG_FLIP), so it starts on the inputs PHASE 1 read last, which may
-# still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB). Off until
-# timed on the GPU (`bash benchmarks/device_run.sh segflip`).
-_SEG_FLIP = False
+# still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB), for calls
+# of at least _SEG_FLIP_MIN_ELEMS elements on batch-major tiles. H200, Triton 3.6
+# (benchmarks/ab.py, 2026-11-30-h200-s12 notes), in order -> flipped, us: 16 x 262144 GAE
+# 38.8 -> 34.8, V-trace 55.2 -> 50.0, Retrace 55.7 -> 49.8; 64 x 65536 V-trace 50.7 -> 43.9;
+# 1 x 4194304 GAE 58.2 -> 53.3, V-trace 80.1 -> 69.1; TD(lambda) and traces within 2%.
+# Smaller calls, whose inputs fit in L2 in any order, gained nothing or lost a little
+# (16 x 131072 GAE 16.8 -> 17.3, TD(lambda) 17.7 -> 18.1), and time-major tiles were mixed
+# (64 x 65536 Retrace 154 -> 151 but TD(lambda) 159 -> 165; 16 x 262144 traces 40 -> 42), so
+# those keep the launch order.
+_SEG_FLIP = True
+_SEG_FLIP_MIN_ELEMS = 1 << 22
 # Rows laid end to end (_GROUP_SCAN_FLAT, GROUP_TILES = 3) end each row with a 0 coefficient,
 # and 0 * NaN = NaN would carry a NaN or inf of one row into the next for GAE, V-trace and
 # Retrace (whose episode ends multiply, as SPEC's formulas do). With _FLAT_SEGMENTED the scan
@@ -858,7 +866,10 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     threads = 32 * pl.num_warps
     s_block = max(_next_pow2(pl.segments), _cdiv(threads, pl.block_n) if pl.time_major else threads)
     full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
-    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, **common)) for phase in (1, 2)], [sum_a, sum_b]
+    # PHASE 2 only: PHASE 1 has no use for it
+    flip = _SEG_FLIP and not pl.time_major and lanes * T >= _SEG_FLIP_MIN_ELEMS
+    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, SEG_FLIP=flip and phase == 2, **common))
+            for phase in (1, 2)], [sum_a, sum_b]
 
 
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
@@ -971,7 +982,7 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     meta = dict(
         HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
         G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES, SEG_MAP_FWD=_SEGMENT_MAP_FORWARD,
-        CARRY_PROD=_CARRY_PRODUCTS, SEG_FLIP=_SEG_FLIP,
+        CARRY_PROD=_CARRY_PRODUCTS,
     )
     return args, meta
 
@@ -1099,7 +1110,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     ]
     meta = dict(
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
-        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS, SEG_FLIP=_SEG_FLIP,
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
                   few="forward" in _TM_FEW_KINDS)
