@@ -155,9 +155,9 @@ for stage in $stages; do
           | tee "$OUT/sweep_tm_few2_$e.log" | grep -v "^ *skip" | sort -t')' -k2 -n | head -12
       done ;;
     tm-few)
-      # few time-major rows (launch._TM_FEW_KINDS): their GPU tests, then the generic tiles -> the few-rows tiles
-      setting_ab tm_few few_rows 150 generic default 'generic:s/^_TM_FEW_KINDS = .*/_TM_FEW_KINDS = frozenset()/' \
-        220 gae_tm,td_lambda_tm,traces_tm 16x262144,4x262144,16x131072,2x524288,9x200000 ;;
+      # few time-major rows (launch._TM_FEW_TILES): their GPU tests, then the generic tiles -> the few-rows tiles
+      setting_ab tm_few few_rows 150 generic default 'generic:/^_TM_FEW_TILES/,/^}/c _TM_FEW_TILES: dict = {}' \
+        220 gae_tm,td_lambda_tm,vtrace_tm,retrace_tm,traces_tm 16x262144,8x262144,4x262144,16x131072,2x524288,9x200000 ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \

@@ -305,48 +305,68 @@ def test_seg_flip(name, monkeypatch, poisoned):
 
 def test_time_major_few_rows_plan():
     """Few time-major rows (launch._TM_FEW_*): 4, 8 or 16 rows of enough steps for 128
-    segments take one tile of all the rows by 512 steps on 4 warps, 2 chunks a segment, for
-    the kinds that asked (``few``); otherwise the generic tiles (None)."""
+    segments take one tile of all the rows by the kind's steps on its warps, its chunks a
+    segment, pipelined its stages deep (``few``, the kind's entry of _TM_FEW_TILES: the
+    first tile whose rows they reach); otherwise (or with no tile) the generic tiles (None)."""
     from rltriton.kernels import launch
 
-    def got(R, T, few=True):
+    long, short = (512, 4, 2, 1), (128, 4, 8, 3)
+
+    def got(R, T, few=((4, long),)):
         pl = launch.plan_time_major(R, T, 132, few=few)
         return None if pl is None else (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len,
-                                        pl.time_major)
+                                        pl.time_major, pl.stages)
 
-    assert got(16, 262144) == (16, 512, 4, 256, 1024, True)
-    assert got(4, 262144) == (4, 512, 4, 256, 1024, True)
-    assert got(8, 200000) == (8, 512, 4, 196, 1024, True)  # the last segment is short
-    assert got(16, 131072) == (16, 512, 4, 128, 1024, True)
+    assert got(16, 262144) == (16, 512, 4, 256, 1024, True, 1)
+    assert got(4, 262144) == (4, 512, 4, 256, 1024, True, 1)
+    assert got(8, 200000) == (8, 512, 4, 196, 1024, True, 1)  # the last segment is short
+    assert got(16, 131072) == (16, 512, 4, 128, 1024, True, 1)
     assert got(16, 130048) is None  # 127 segments: the generic split
+    by_rows = ((16, short), (4, long))  # GAE's form
+    assert got(16, 262144, by_rows) == (16, 128, 4, 256, 1024, True, 3)
+    assert got(8, 262144, by_rows) == (8, 512, 4, 256, 1024, True, 1)
+    assert got(8, 140000, ((8, (128, 8, 4, 3)),)) == (8, 128, 8, 274, 512, True, 3)
+    assert got(4, 262144, ((8, short),)) is None  # fewer rows than any of the kind's tiles
     # rows that would pad the tile, too many, too few
     assert got(9, 200000) is None and got(12, 262144) is None
     assert got(32, 262144) is None and got(2, 524288) is None and got(1, 262144) is None
-    assert got(16, 262144, few=False) is None  # V-trace, Retrace
+    assert got(16, 262144, few=None) is None  # a kind with no few-rows tile
     cpu = torch.device("cpu")
-    assert launch.plan_for(16, 262144, cpu, time_major=True, few=True).block_n == 16
-    assert launch.plan_for(16, 262144, cpu, time_major=False, few=True) == launch.plan(16, 262144)
+    assert launch.plan_for(16, 262144, cpu, time_major=True, few=((4, long),)).block_n == 16
+    assert launch.plan_for(16, 262144, cpu, time_major=False, few=((4, long),)) == launch.plan(16, 262144)
+    # the defaults: the short tiles where they were timed faster (launch._TM_FEW_TILES)
+    tiles = {k: [got(r, 262144, launch._TM_FEW_TILES[k])[1] for r in (4, 8, 16)]
+             for k in ("gae", "td_lambda", "vtrace", "retrace", "forward")}
+    assert tiles == {"gae": [512, 512, 128], "td_lambda": [512, 128, 128], "vtrace": [128] * 3,
+                     "retrace": [128] * 3, "forward": [512] * 3}, tiles
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_time_major_few_rows(name, monkeypatch, poisoned):
     """The few-rows time-major tiles on the interpreter (shrunk: 4-step chunks, 2 a segment,
-    from 2 segments): every estimator against the float64 reference, 4, 8 and 16 rows, with
-    resets inside rows and a short last segment; the kinds of launch._TM_FEW_KINDS take
-    them, the others the generic tiles."""
+    from 2 segments, the default tiles' warps and stages): every estimator against the
+    float64 reference, 4, 8 and 16 rows, with resets inside rows and a short last segment;
+    the kinds of launch._TM_FEW_TILES take them (Retrace's action form does not), the
+    others the generic tiles."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
-    monkeypatch.setattr(poisoned, "_TM_FEW_STEPS", 4)
+    shrunk = {k: tuple((rows, (4, w, 2, st)) for rows, (_, w, _, st) in v) for k, v in poisoned._TM_FEW_TILES.items()}
+    monkeypatch.setattr(poisoned, "_TM_FEW_TILES", shrunk)
     monkeypatch.setattr(poisoned, "_TM_FEW_MIN_SEGMENTS", 2)
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.segments))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.segments,
+                                                             pl.stages))
     poisoned.clear_caches()
-    few = name in ("gae", "td_lambda", "discounted_returns", "traces", "prefix_sum")
+    kind = {"discounted_returns": "td_lambda", "traces": "forward", "prefix_sum": "forward",
+            "retrace_av": None}.get(name, name)
     try:
         for shape in ((4, 37), (8, 9), (16, 41)):
+            tile = next((t for rows, t in shrunk.get(kind, ()) if shape[0] >= rows), None)
             seen.clear()
             check(make_case(name, shape, time_major=True, seed=91 + shape[0]), "triton")
-            want = (True, shape[0], 4, -(-shape[1] // 8))
-            assert (seen[0] == want) == few, seen
+            if tile:
+                assert seen[0] == (True, shape[0], 4, -(-shape[1] // 8), tile[3]), seen
+            else:
+                assert seen[0][1:3] != (shape[0], 4), seen
     finally:
         poisoned.clear_caches()
 

@@ -322,17 +322,28 @@ def test_seg_flip_split(shape, name, time_major, monkeypatch):
         launch.clear_caches()
 
 
-@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "traces", "prefix_sum"])
-@pytest.mark.parametrize("shape", [(16, 262144), (4, 140000)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_time_major_few_rows(shape, name):
-    """Few time-major rows take one tile as wide as the rows, split in time
-    (launch._TM_FEW_KINDS), at the default constants, against float64."""
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av",
+                                  "traces", "prefix_sum"])
+@pytest.mark.parametrize("shape", [(16, 262144), (4, 140000), (8, 131072)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_time_major_few_rows(shape, name, monkeypatch):
+    """Few time-major rows take one tile as wide as the rows, split in time, the kind's tile
+    of launch._TM_FEW_TILES for that many rows (Retrace's action form: the generic tiles), at
+    the default constants, against float64."""
     from rltriton.kernels import launch
 
-    case = on_gpu(make_case(name, shape, time_major=True, seed=9))
-    assert launch.plan_time_major(shape[0], shape[1], launch._sm_count(0), few=True) is not None
-    ref = as_f64(case)(backend="torch")
-    _compare(case, ref, f"{name} {shape} time-major, few rows")
+    kind = {"discounted_returns": "td_lambda", "traces": "forward", "prefix_sum": "forward",
+            "retrace_av": None}.get(name, name)
+    tile = next((t for rows, t in launch._TM_FEW_TILES.get(kind, ()) if shape[0] >= rows), None)
+    seen = plans_used(monkeypatch, launch, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.stages))
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, time_major=True, seed=9))
+        ref = as_f64(case)(backend="torch")
+        _compare(case, ref, f"{name} {shape} time-major, few rows")
+        want = (shape[0], tile[0], tile[1], tile[3]) if tile else None
+        assert (seen[0] == want) if tile else seen[0][0] != shape[0], seen
+    finally:
+        launch.clear_caches()
 
 
 def _misaligned(x: torch.Tensor) -> torch.Tensor:

@@ -194,24 +194,39 @@ _TM_WIDE_STEPS = 64
 _TM_WIDE_WARPS = 8
 # Few rows (4, 8 or 16: a power of two from _TM_FEW_MIN_ROWS to _TM_FEW_MAX_ROWS) of many
 # steps, time-major: the generic tiles read each row along a stride of R elements, so a
-# 32-byte sector serves one row and is fetched again for every other row. For the kinds of
-# _TM_FEW_KINDS ("forward": traces and prefix sums) one tile of all the rows (4 a thread: a
-# 16-byte access) by _TM_FEW_STEPS steps on _TM_FEW_WARPS warps, split into segments of
-# _TM_FEW_CHUNKS chunks, once that makes at least _TM_FEW_MIN_SEGMENTS segments. H200,
-# Triton 3.6 (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1, then benchmarks/ab.py,
-# 2026-11-30-h200-s10 notes), generic -> these tiles, GAE / TD(lambda) / traces, us:
-# 16 x 262144 241 -> 80 / 180 -> 75 / 95 -> 40; 8 x 262144 116 -> 42 / 86 -> 45 / 43 -> 22;
-# 4 x 262144 40 -> 20 / 28 -> 19 / 18 -> 14; 16 x 131072 121 -> 45 / 88 -> 44 / 51 -> 31.
-# Rows that pad the tile lost (9 x 200000 GAE 101 -> 495, 12 x 262144 178 -> 578), as did
-# 2 rows (2 x 524288 GAE 31 -> 33, TD(lambda) 21 -> 31). The same tile was 2-6x slower at
-# other segment lengths (16 x 262144 GAE: 256 or 1024 chunks 159, 187), and V-trace lost
-# with every such tile (305 -> 630 at best), so it and Retrace keep the generic tiles.
-_TM_FEW_KINDS = frozenset({"gae", "td_lambda", "forward"})
+# 32-byte sector serves one row and is fetched again for every other row. The kinds of
+# _TM_FEW_TILES ("forward": traces and prefix sums) take one tile of all the rows (4 a
+# thread: a 16-byte access) by `steps` steps on `warps` warps, split into segments of
+# `chunks` chunks, the chunk loop pipelined `stages` deep, once that makes at least
+# _TM_FEW_MIN_SEGMENTS segments; each kind lists (from rows, tile) pairs, most rows first.
+# H200, Triton 3.6:
+# * _TM_FEW_LONG (benchmarks/sweep.py with SWEEP_TIME_MAJOR=1, then benchmarks/ab.py,
+#   2026-11-30-h200-s10 notes), generic -> these tiles, GAE / TD(lambda) / traces, us:
+#   16 x 262144 241 -> 80 / 180 -> 75 / 95 -> 40; 8 x 262144 116 -> 42 / 86 -> 45 / 43 -> 22;
+#   4 x 262144 40 -> 20 / 28 -> 19 / 18 -> 14; 16 x 131072 121 -> 45 / 88 -> 44 / 51 -> 31.
+#   Rows that pad the tile lost (9 x 200000 GAE 101 -> 495, 12 x 262144 178 -> 578), as did
+#   2 rows (2 x 524288 GAE 31 -> 33, TD(lambda) 21 -> 31). V-trace lost with every such
+#   tile (305 -> 630 at best): ptxas spills its PHASE 2 (4.5 KB a thread at [16, 512] on 4
+#   warps; Retrace 1 KB).
+# * _TM_FEW_SHORT, 4x the chunks of a quarter the steps, pipelined (the same sweep with
+#   shorter chunks among the candidates, then benchmarks/ab.py, 2026-11-30-h200-s12 notes),
+#   previous tiles -> these, us: V-trace (generic) 16 x 262144 307 -> 80, 8 x 262144 143 ->
+#   68, 4 x 262144 44 -> 30, 16 x 131072 151 -> 59; Retrace (generic) 350 -> 61, 166 -> 76,
+#   47 -> 34, 173 -> 43; GAE (long) 16 x 262144 76 -> 49, 16 x 131072 44 -> 34 but 8 x
+#   262144 41 -> 56, 4 x 262144 20 -> 30; TD(lambda) (long) 112 -> 66, 66 -> 48, 67 -> 54 but
+#   4 x 262144 25 -> 29; traces (long) slower at every shape (39 -> 44, 22 -> 32, 14 -> 20).
+# Retrace's action form keeps the generic tiles (untimed with these).
+_TM_FEW_LONG = (512, 4, 2, 1)  # (steps, warps, chunks a segment, stages)
+_TM_FEW_SHORT = (128, 4, 8, 3)
+_TM_FEW_TILES: dict[str, tuple[tuple[int, tuple[int, int, int, int]], ...]] = {
+    "gae": ((16, _TM_FEW_SHORT), (4, _TM_FEW_LONG)),
+    "td_lambda": ((8, _TM_FEW_SHORT), (4, _TM_FEW_LONG)),
+    "vtrace": ((4, _TM_FEW_SHORT),),
+    "retrace": ((4, _TM_FEW_SHORT),),
+    "forward": ((4, _TM_FEW_LONG),),
+}
 _TM_FEW_MIN_ROWS = 4
 _TM_FEW_MAX_ROWS = 16
-_TM_FEW_STEPS = 512
-_TM_FEW_WARPS = 4
-_TM_FEW_CHUNKS = 2
 _TM_FEW_MIN_SEGMENTS = 128
 
 
@@ -448,8 +463,12 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1, stages=stages)
 
 
+FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
+
+
 @functools.lru_cache(maxsize=4096)
-def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False, few: bool = False) -> Plan | None:
+def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
+                    few: FewTiles | None = None) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -465,14 +484,16 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     Programs of ``_TM_PIPELINE_CHUNKS`` chunks or more pipeline their loop ``_TM_STAGES``
     deep. ``wide`` (the estimators of ``_TM_WIDE_KINDS``): from ``_TM_WIDE_MIN_BLOCKS`` row
     blocks, one pass of ``_TM_WIDE_STEPS``-step tiles on ``_TM_WIDE_WARPS`` warps instead of a
-    split. ``few`` (the kinds of ``_TM_FEW_KINDS``): a power of two of rows from
-    ``_TM_FEW_MIN_ROWS`` to ``_TM_FEW_MAX_ROWS`` of enough steps for ``_TM_FEW_MIN_SEGMENTS`` segments take one
-    row block as wide as the rows, split in time (see there)."""
+    split. ``few`` (the kind's entry of ``_TM_FEW_TILES``: (from rows, (steps, warps, chunks
+    a segment, stages)) pairs, most rows first): a power of two of rows from
+    ``_TM_FEW_MIN_ROWS`` to ``_TM_FEW_MAX_ROWS`` of enough steps for
+    ``_TM_FEW_MIN_SEGMENTS`` segments take one row block as wide as the rows, split in time,
+    the first tile whose rows they reach (see there)."""
     if few and _TM_FEW_MIN_ROWS <= R <= _TM_FEW_MAX_ROWS and R & (R - 1) == 0:
-        seg_len = _TM_FEW_STEPS * _TM_FEW_CHUNKS
-        segments = _cdiv(T, seg_len)
-        if segments >= _TM_FEW_MIN_SEGMENTS:
-            return Plan(R, _TM_FEW_STEPS, _TM_FEW_WARPS, segments, seg_len, False, True)
+        steps, warps, chunks, stages = next((tile for rows, tile in few if R >= rows), (0, 0, 0, 0))
+        seg_len = steps * chunks
+        if seg_len and _cdiv(T, seg_len) >= _TM_FEW_MIN_SEGMENTS:
+            return Plan(R, steps, warps, _cdiv(T, seg_len), seg_len, False, True, stages)
     if R < _TM_MIN_ROWS or T < max(2, _TM_MIN_STEPS):
         return None
     block_n, block_t, num_warps = _TM_ROWS, min(_TM_STEPS, _next_pow2(T)), _TM_WARPS
@@ -514,7 +535,8 @@ def _tm_stages(chunks: int) -> int:
 
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
-             long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False, few: bool = False) -> Plan:
+             long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
+             few: FewTiles | None = None) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
@@ -1000,7 +1022,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     common, meta = _common(p, rows, dummy)
     wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide,  # unit row stride: [T, N] storage
-                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=kind in _TM_FEW_KINDS)
+                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT),
+                  few=None if "action_values" in raw else _TM_FEW_TILES.get(kind))
     kform = "retrace_actions" if "action_values" in raw else kind  # the kernel form (_FORMS)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
@@ -1113,6 +1136,6 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
         G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
-                  few="forward" in _TM_FEW_KINDS)
+                  few=_TM_FEW_TILES.get("forward"))
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
