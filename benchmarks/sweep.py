@@ -26,6 +26,33 @@ from benchmarks.common import device_time_us, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
 from tests.rollouts import make_case, on_gpu  # noqa: E402
 
+# Few time-major rows (launch._TM_FEW_TILES): a tile as wide as the rows (4 per thread, the
+# other lanes along time), split in time. (steps, warps, chunks a segment, most segments,
+# pipelined): short chunks first, so that a time box ends on the long ones, which are slow
+# wherever they spill: 16 steps a thread or fewer at 16 rows (V-trace spills 4.5 KB a thread
+# in PHASE 2 at [16, 512] on 4 warps, Retrace 1 KB; ptxas with Triton 3.6), at most 256
+# segments (the carry-in holds [rows, segments] summaries in registers), chunk loops
+# pipelined; then long chunks, up to 1024 segments, one pass of one chunk a row among them.
+FEW_ROWS_TILES = (
+    *((bt, w, (2, 4, 8, 16, 32), 256, True) for bt, w in ((64, 4), (128, 4), (128, 8), (256, 8))),
+    *((bt, w, (1, 2, 4, 8), 1024, False) for bt, w in ((256, 2), (512, 4), (1024, 4), (1024, 8), (2048, 8))),
+)
+
+
+def few_rows(R: int, T: int, p2: int) -> list:
+    """The few-rows candidates of ``FEW_ROWS_TILES`` for R time-major rows of T steps."""
+    bn = max(4, 1 << (R - 1).bit_length())
+    out = []
+    for bt, w, pers, max_segs, pipelined in FEW_ROWS_TILES:
+        if bt > p2:
+            continue
+        n_chunks = -(-T // bt)
+        for per in pers:
+            segs = -(-n_chunks // per)
+            if segs <= max_segs and (segs > 1 or (per == 1 and not pipelined)):
+                for st in (STAGES if pipelined else (1,)):
+                    out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True, st))
+    return out
 
 def candidates(R: int, T: int):
     p2 = 1 << (max(T, 1) - 1).bit_length()
@@ -37,31 +64,7 @@ def candidates(R: int, T: int):
         if T < 2:
             return out
         if R < 128:
-            # few rows: a tile as wide as the rows (4 per thread, the other lanes along
-            # time), long chunks, segments of 2048 steps as the batch-major long rows
-            bn = max(4, 1 << (R - 1).bit_length())
-            for bt, w in ((256, 2), (512, 4), (1024, 4), (1024, 8), (2048, 8)):
-                if bt > p2:
-                    continue
-                n_chunks = -(-T // bt)
-                for per in (1, 2, 4, 8):
-                    segs = -(-n_chunks // per)
-                    if segs <= 1024 and (segs > 1 or per == 1):
-                        out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True))
-            # shorter chunks on more warps per row: 16 steps a thread or fewer at 16 rows,
-            # where the tiles above spill in PHASE 2 for V-trace (4.5 KB a thread at [16, 512]
-            # on 4 warps, ptxas with Triton 3.6) and Retrace (1 KB); at most 256 segments (the
-            # carry-in holds [rows, segments] summaries in registers), chunk loops pipelined
-            for bt, w in ((64, 4), (128, 4), (128, 8), (256, 8)):
-                if bt > p2:
-                    continue
-                n_chunks = -(-T // bt)
-                for per in (2, 4, 8, 16, 32):
-                    segs = -(-n_chunks // per)
-                    if 1 < segs <= 256:
-                        for st in STAGES:
-                            out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True, st))
-            return out
+            return out + few_rows(R, T, p2)
         # (rows, steps, warps): 128 rows is the default tile (4 rows per thread, lanes along
         # rows, warps along time); 32 rows give 4x the programs, with lanes shared between
         # rows and time. Segments: powers of two that give 1-16 programs per SM
@@ -134,7 +137,9 @@ def main() -> None:
         default_plan = orig(shape[0], shape[1], torch.device("cuda"), time_major=TIME_MAJOR,
                             wide=name in launch._TM_WIDE_KINDS,
                             long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name,
-                                                            launch._LONG_ROWS_DEFAULT))
+                                                            launch._LONG_ROWS_DEFAULT),
+                            few=launch._TM_FEW_TILES.get({"discounted_returns": "td_lambda", "traces": "forward",
+                                                          "prefix_sum": "forward"}.get(name, name)))
         default = device_time_us(lambda c=case: c(backend="triton"))
         ref = case(backend="triton")  # the default plan's outputs (its tests pass on the GPU)
         best, best_plan = default, default_plan
