@@ -1020,11 +1020,10 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     caller = raw["rewards"]
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
-    wide = kind in _TM_WIDE_KINDS and "action_values" not in raw
-    pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=wide,  # unit row stride: [T, N] storage
-                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT),
-                  few=None if "action_values" in raw else _TM_FEW_TILES.get(kind))
-    kform = "retrace_actions" if "action_values" in raw else kind  # the kernel form (_FORMS)
+    # the kernel form (_FORMS); Retrace's action form has no wide or few-rows tiles of its own
+    kform = "retrace_actions" if "action_values" in raw else kind
+    pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
+                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
