@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import device_time_us, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
-from tests.rollouts import make_case, on_gpu  # noqa: E402
+from tests.rollouts import FEW_ROWS_KIND, make_case, on_gpu  # noqa: E402
 
 # Few time-major rows (launch._TM_FEW_TILES): a tile as wide as the rows (4 per thread, the
 # other lanes along time), split in time. (steps, warps, chunks a segment, most segments,
@@ -138,8 +138,7 @@ def main() -> None:
                             wide=name in launch._TM_WIDE_KINDS,
                             long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name,
                                                             launch._LONG_ROWS_DEFAULT),
-                            few=launch._TM_FEW_TILES.get({"discounted_returns": "td_lambda", "traces": "forward",
-                                                          "prefix_sum": "forward"}.get(name, name)))
+                            few=launch._TM_FEW_TILES.get(FEW_ROWS_KIND[name]))
         default = device_time_us(lambda c=case: c(backend="triton"))
         ref = case(backend="triton")  # the default plan's outputs (its tests pass on the GPU)
         best, best_plan = default, default_plan

@@ -82,6 +82,22 @@ def plans_used(monkeypatch, launch, what=lambda pl, kw: pl) -> list:
     return used
 
 
+def launches_used(monkeypatch, launch) -> list:
+    """Record, for every call the Triton backend makes, its kernel launches as
+    ``launch.launch_specs`` made them: a list of ``(kernel, grid, args, kwargs)`` per call
+    (one launch, or the two passes of a split)."""
+    used = []
+    specs = launch.launch_specs
+
+    def spy(*a, **k):
+        out = specs(*a, **k)
+        used.append(out[0])
+        return out
+
+    monkeypatch.setattr(launch, "launch_specs", spy)
+    return used
+
+
 @pytest.fixture
 def small_tiles(monkeypatch, poisoned):
     """Small tiles with the time split (see :func:`use_small_tiles`)."""

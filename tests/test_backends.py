@@ -12,8 +12,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import INTERPRET, plans_used, use_small_tiles
-from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case, to_time_major
+from tests.conftest import INTERPRET, launches_used, plans_used, use_small_tiles
+from tests.rollouts import (
+    BOOTSTRAP_FORMS,
+    ESTIMATORS,
+    FEW_ROWS_KIND,
+    Case,
+    assert_matches,
+    make_case,
+    to_time_major,
+)
 
 FEATURED = ("traces", "prefix_sum")
 
@@ -280,25 +288,21 @@ def test_seg_flip(name, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_SEG_FLIP", True)
     monkeypatch.setattr(poisoned, "_SEG_FLIP_MIN_ELEMS", 5 * 63)
     monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
-    specs = poisoned.launch_specs
-    flags: list = []
+    used = launches_used(monkeypatch, poisoned)
 
-    def spy(*a, **k):
-        out = specs(*a, **k)
-        flags.append([kw.get("SEG_FLIP") for _, _, _, kw in out[0]])
-        return out
+    def flags() -> list:  # SEG_FLIP of each launch of the first call recorded
+        return [kw.get("SEG_FLIP") for _, _, _, kw in used[0]]
 
-    monkeypatch.setattr(poisoned, "launch_specs", spy)
     try:
         for seg_steps, shape, flip in ((16, (5, 63), True), (32, (5, 97), True), (16, (3, 97), False)):
             monkeypatch.setattr(poisoned, "_SEG_STEPS", seg_steps)
             poisoned.clear_caches()
-            flags.clear()
+            used.clear()
             check(make_case(name, shape, seed=17 + shape[1]), "triton")
-            assert flags[0] == [False, flip], (shape, flags)
-        flags.clear()
+            assert flags() == [False, flip], (shape, flags())
+        used.clear()
         check(make_case(name, (6, 63), time_major=True, seed=6), "triton")
-        assert flags[0] == [False, False], flags
+        assert flags() == [False, False], flags()
     finally:
         poisoned.clear_caches()
 
@@ -356,11 +360,9 @@ def test_time_major_few_rows(name, monkeypatch, poisoned):
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.segments,
                                                              pl.stages))
     poisoned.clear_caches()
-    kind = {"discounted_returns": "td_lambda", "traces": "forward", "prefix_sum": "forward",
-            "retrace_av": None}.get(name, name)
     try:
         for shape in ((4, 37), (8, 9), (16, 41)):
-            tile = next((t for rows, t in shrunk.get(kind, ()) if shape[0] >= rows), None)
+            tile = next((t for rows, t in shrunk.get(FEW_ROWS_KIND[name], ()) if shape[0] >= rows), None)
             seen.clear()
             check(make_case(name, shape, time_major=True, seed=91 + shape[0]), "triton")
             if tile:

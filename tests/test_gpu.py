@@ -16,7 +16,16 @@ import torch
 
 import rltriton as rt
 from tests.conftest import plans_used
-from tests.rollouts import BOOTSTRAP_FORMS, ESTIMATORS, Case, assert_matches, make_case, on_gpu, to_time_major
+from tests.rollouts import (
+    BOOTSTRAP_FORMS,
+    ESTIMATORS,
+    FEW_ROWS_KIND,
+    Case,
+    assert_matches,
+    make_case,
+    on_gpu,
+    to_time_major,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -331,9 +340,7 @@ def test_time_major_few_rows(shape, name, monkeypatch):
     the default constants, against float64."""
     from rltriton.kernels import launch
 
-    kind = {"discounted_returns": "td_lambda", "traces": "forward", "prefix_sum": "forward",
-            "retrace_av": None}.get(name, name)
-    tile = next((t for rows, t in launch._TM_FEW_TILES.get(kind, ()) if shape[0] >= rows), None)
+    tile = next((t for rows, t in launch._TM_FEW_TILES.get(FEW_ROWS_KIND[name], ()) if shape[0] >= rows), None)
     seen = plans_used(monkeypatch, launch, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.stages))
     launch.clear_caches()
     try:

@@ -149,24 +149,17 @@ def test_every_launch_binds_its_constexprs(name, mode, monkeypatch, poisoned):
     end to end) must give that tuple: a None is a replay that falls back to ``kernel[grid]``
     on the GPU, ~20-40 us of host time a call (``SEG_GROUPS`` left out of every
     non-flat GAE, V-trace and Retrace launch did that, found on the H200 in session 12)."""
-    from tests.conftest import use_small_tiles
+    from tests.conftest import launches_used, use_small_tiles
 
     if mode == "split":
         use_small_tiles(monkeypatch, poisoned, split=True)
     if mode == "flat":
         for key, value in dict(_GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_FLAT=True).items():
             monkeypatch.setattr(poisoned, key, value)
-    specs = poisoned.launch_specs
-    seen: list = []
-
-    def spy(*a, **k):
-        out = specs(*a, **k)
-        seen.extend(out[0])
-        return out
-
-    monkeypatch.setattr(poisoned, "launch_specs", spy)
+    used = launches_used(monkeypatch, poisoned)
     poisoned.clear_caches()
     _check(make_case(name, (64, 16) if mode == "flat" else (5, 63), seed=3))
+    seen = used[0]  # the launches of the first call (the triton backend's)
     assert len(seen) == (2 if mode == "split" else 1), seen
     for kernel, _, args, kw in seen:
         names = kernel.arg_names[len(args):]
