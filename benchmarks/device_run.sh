@@ -158,6 +158,20 @@ for stage in $stages; do
       # few time-major rows (launch._TM_FEW_TILES): their GPU tests, then the generic tiles -> the few-rows tiles
       setting_ab tm_few few_rows 150 generic default 'generic:/^_TM_FEW_TILES/,/^}/c _TM_FEW_TILES: dict = {}' \
         220 gae_tm,td_lambda_tm,vtrace_tm,retrace_tm,traces_tm 16x262144,8x262144,4x262144,16x131072,2x524288,9x200000 ;;
+    tm-few-av)
+      # Retrace's action form on few time-major rows: the few-rows and action-vector GPU tests,
+      # then an A/B of the generic tiles -> the short few-rows tile (the default) -> the long one
+      gpu_tests 170 "few_rows or retrace_action_vectors" tm_few_av_tests.log
+      versions tm_few_av generic default long
+      sed -i '/^    "retrace_actions": /d' "_ab/tm_few_av/generic/$L"
+      sed -i 's/^\(    "retrace_actions": ((4, \)_TM_FEW_SHORT/\1_TM_FEW_LONG/' "_ab/tm_few_av/long/$L"
+      timeout 150 python3 benchmarks/ab.py _ab/tm_few_av/generic _ab/tm_few_av/default _ab/tm_few_av/long \
+        --est retrace_av_tm --shapes 16x262144,8x262144,4x262144,16x131072 2>&1 | tee "$OUT/ab_tm_few_av.txt" ;;
+    td-bisect)
+      # few time-major rows at 78faaf6 (session 10's long tiles, _ab/78faaf6: `git archive 78faaf6
+      # rltriton | tar -x -C _ab/78faaf6`, carried) against this tree
+      timeout 120 python3 benchmarks/ab.py _ab/78faaf6 . --est td_lambda_tm,gae_tm \
+        --shapes 16x262144,8x262144,4x262144 2>&1 | tee "$OUT/ab_td_bisect.txt" ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \

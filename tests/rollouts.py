@@ -17,9 +17,9 @@ import rltriton as rt
 
 ESTIMATORS = ("gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum")
 BOOTSTRAP_FORMS = ("none", "last_value", "bootstrap_values", "next_values")
-# each estimator's entry of launch._TM_FEW_TILES (None: Retrace's action form, which has none)
+# each estimator's entry of launch._TM_FEW_TILES (Retrace's action form has its own)
 FEW_ROWS_KIND = {"gae": "gae", "td_lambda": "td_lambda", "discounted_returns": "td_lambda", "vtrace": "vtrace",
-                 "retrace": "retrace", "retrace_av": None, "traces": "forward", "prefix_sum": "forward"}
+                 "retrace": "retrace", "retrace_av": "retrace_actions", "traces": "forward", "prefix_sum": "forward"}
 EPS32 = torch.finfo(torch.float32).eps
 
 

@@ -350,8 +350,8 @@ def test_time_major_few_rows(name, monkeypatch, poisoned):
     """The few-rows time-major tiles on the interpreter (shrunk: 4-step chunks, 2 a segment,
     from 2 segments, the default tiles' warps and stages): every estimator against the
     float64 reference, 4, 8 and 16 rows, with resets inside rows and a short last segment;
-    the kinds of launch._TM_FEW_TILES take them (Retrace's action form does not), the
-    others the generic tiles."""
+    each estimator's kind of launch._TM_FEW_TILES (rollouts.FEW_ROWS_KIND) takes its tile for
+    that many rows, or the generic tiles where it lists none."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     shrunk = {k: tuple((rows, (4, w, 2, st)) for rows, (_, w, _, st) in v) for k, v in poisoned._TM_FEW_TILES.items()}

@@ -336,7 +336,7 @@ def test_seg_flip_split(shape, name, time_major, monkeypatch):
 @pytest.mark.parametrize("shape", [(16, 262144), (4, 140000), (8, 131072)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_time_major_few_rows(shape, name, monkeypatch):
     """Few time-major rows take one tile as wide as the rows, split in time, the kind's tile
-    of launch._TM_FEW_TILES for that many rows (Retrace's action form: the generic tiles), at
+    of launch._TM_FEW_TILES for that many rows (Retrace's action form: its own entry), at
     the default constants, against float64."""
     from rltriton.kernels import launch
 

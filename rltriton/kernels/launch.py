@@ -215,7 +215,9 @@ _TM_WIDE_WARPS = 8
 #   47 -> 34, 173 -> 43; GAE (long) 16 x 262144 76 -> 49, 16 x 131072 44 -> 34 but 8 x
 #   262144 41 -> 56, 4 x 262144 20 -> 30; TD(lambda) (long) 112 -> 66, 66 -> 48, 67 -> 54 but
 #   4 x 262144 25 -> 29; traces (long) slower at every shape (39 -> 44, 22 -> 32, 14 -> 20).
-# Retrace's action form keeps the generic tiles (untimed with these).
+#   Retrace's action form (session 13, benchmarks/device_run.sh tm-few-av), generic ->
+#   these -> _TM_FEW_LONG: 16 x 262144 436 -> 172 -> 1786, 8 x 262144 218 -> 114 -> 601, 4 x
+#   262144 88 -> 55 -> 85, 16 x 131072 223 -> 119 -> 1305.
 _TM_FEW_LONG = (512, 4, 2, 1)  # (steps, warps, chunks a segment, stages)
 _TM_FEW_SHORT = (128, 4, 8, 3)
 _TM_FEW_TILES: dict[str, tuple[tuple[int, tuple[int, int, int, int]], ...]] = {
@@ -223,6 +225,7 @@ _TM_FEW_TILES: dict[str, tuple[tuple[int, tuple[int, int, int, int]], ...]] = {
     "td_lambda": ((8, _TM_FEW_SHORT), (4, _TM_FEW_LONG)),
     "vtrace": ((4, _TM_FEW_SHORT),),
     "retrace": ((4, _TM_FEW_SHORT),),
+    "retrace_actions": ((4, _TM_FEW_SHORT),),
     "forward": ((4, _TM_FEW_LONG),),
 }
 _TM_FEW_MIN_ROWS = 4
@@ -1020,7 +1023,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     caller = raw["rewards"]
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
-    # the kernel form (_FORMS); Retrace's action form has no wide or few-rows tiles of its own
+    # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own, no wide ones
     kform = "retrace_actions" if "action_values" in raw else kind
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform))
