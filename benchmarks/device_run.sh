@@ -172,6 +172,14 @@ for stage in $stages; do
       # rltriton | tar -x -C _ab/78faaf6`, carried) against this tree
       timeout 120 python3 benchmarks/ab.py _ab/78faaf6 . --est td_lambda_tm,gae_tm \
         --shapes 16x262144,8x262144,4x262144 2>&1 | tee "$OUT/ab_td_bisect.txt" ;;
+    carry-td)
+      # TD(lambda)'s time-major 4-row tile lost 18.7 -> 25.3 us after 78faaf6 with CARRY_PROD its
+      # one changed constexpr (s13 notes, section 4): the reverse scan -> products on few rows
+      versions carry_td scan products
+      sed -i 's/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' "_ab/carry_td/scan/$L"
+      timeout 150 python3 benchmarks/ab.py _ab/carry_td/scan _ab/carry_td/products \
+        --est td_lambda_tm,gae_tm,traces_tm,td_lambda --shapes 4x262144,8x262144,4x140000,16x262144 2>&1 \
+        | tee "$OUT/ab_carry_td.txt" ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \
@@ -192,7 +200,7 @@ for stage in $stages; do
     host)
       # host time of a repeated call (benchmarks/host.py): the replay's launch against a bare one
       timeout 150 python3 benchmarks/host.py gae,vtrace 32768x8,4096x128 2>&1 | tee "$OUT/host.log" | tail -20
-      timeout 60 python3 benchmarks/host.py --breakdown gae,vtrace,traces 32768x8 2>&1 | tee -a "$OUT/host.log" | tail -5 ;;
+      timeout 90 python3 benchmarks/host.py --breakdown gae,vtrace,traces 32768x8 2>&1 | tee -a "$OUT/host.log" | tail -5 ;;
     puffer-short)
       # GAE at the massively parallel grid's 8- and 16-step rows against PufferLib and rl-triton
       # (PufferLib is ahead on full calls at 32768 x 8: host time, 2026-11-30-h200-s11 notes)

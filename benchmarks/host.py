@@ -89,29 +89,80 @@ def main(names: list[str], shapes: list[tuple[int, int]]) -> None:
                   + "   full: " + " ".join(f"{min(full[v]):8.1f}" for v in variants), flush=True)
 
 
+def launches_only(call):
+    """Two zero-argument functions re-issuing the launches of one repeated ``call``: through
+    ``_FastLaunch`` (the alignment check, stream lookup and argument tuple, then Triton's C
+    launcher) and through the C launcher alone, with the arguments it was handed; and the
+    call's outputs, which must outlive both (the launches write into them)."""
+    fast_cls = launch._FastLaunch
+    orig = fast_cls.__call__
+    fast_calls: list = []
+    c_calls: list = []
+
+    def spy(self, sources):
+        fast_calls.append((self, sources))
+        direct = self.direct
+        if direct is None or not fast_cls.DIRECT_LAUNCHER:
+            return orig(self, sources)
+
+        def record_c(*a, real=direct[0]):
+            c_calls.append((real, a))
+            return real(*a)
+
+        self.direct = (record_c, *direct[1:])
+        try:
+            return orig(self, sources)
+        finally:
+            self.direct = direct
+
+    fast_cls.__call__ = spy
+    try:
+        outs = call()
+    finally:
+        fast_cls.__call__ = orig
+
+    def via_fast():
+        for self, sources in fast_calls:
+            orig(self, sources)
+
+    def via_c():
+        for f, a in c_calls:
+            f(*a)
+
+    return via_fast, (via_c if c_calls else None), outs
+
+
 def breakdown(names: list[str], shapes: list[tuple[int, int]]) -> None:
     """Where a repeated call's submit time goes: the whole call; with the launches stubbed
     out (the Python front end, the signature and the output allocation); with the replay
-    stubbed out too (front end and signature only). Differences give the launch (ours and
-    Triton's) and the allocation."""
-    print(f"{'estimator':<10} {'shape':>14} {'call':>7} {'no launch':>10} {'no replay':>10}")
+    stubbed out too (front end and signature only); the launches alone, through
+    ``_FastLaunch`` and through Triton's C launcher alone. Differences give the launch (ours
+    and Triton's) and the allocation."""
+    print(f"{'estimator':<10} {'shape':>14} {'call':>7} {'no launch':>10} {'no replay':>10} {'launches':>9}"
+          f" {'C launch':>9}")
     step_call, replay_call = launch._Step.__call__, launch.Replay.__call__
     for name in names:
         for shape in shapes:
             call, _case = repeated_call(name, shape)
             kept = tuple(call())
-            res: dict[str, list[float]] = {"call": [], "nolaunch": [], "noreplay": []}
+            via_fast, via_c, _outs = launches_only(call)
+            res: dict[str, list[float]] = {"call": [], "nolaunch": [], "noreplay": [], "fast": [], "c": []}
             try:
                 for _ in range(5):
-                    for variant in res:
+                    for variant in ("call", "nolaunch", "noreplay"):
                         launch._Step.__call__ = step_call if variant == "call" else (lambda self, sources: None)
                         launch.Replay.__call__ = (lambda self, tensors, kept=kept: kept) \
                             if variant == "noreplay" else replay_call
                         res[variant].append(submit_us(call))
+                    launch._Step.__call__, launch.Replay.__call__ = step_call, replay_call
+                    res["fast"].append(submit_us(via_fast))
+                    if via_c is not None:
+                        res["c"].append(submit_us(via_c))
             finally:
                 launch._Step.__call__, launch.Replay.__call__ = step_call, replay_call
+            c_us = f"{min(res['c']):9.1f}" if res["c"] else f"{'—':>9}"
             print(f"{name:<10} {str(shape):>14} {min(res['call']):7.1f} {min(res['nolaunch']):10.1f}"
-                  f" {min(res['noreplay']):10.1f}", flush=True)
+                  f" {min(res['noreplay']):10.1f} {min(res['fast']):9.1f} {c_us}", flush=True)
 
 
 if __name__ == "__main__":

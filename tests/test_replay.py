@@ -168,3 +168,76 @@ def test_every_launch_binds_its_constexprs(name, mode, monkeypatch, poisoned):
         assert all(c == kw[n] for n, c in zip(names, consts) if n in kw)
         if mode == "flat" and poisoned._FLAT_SEGMENTED and "SEG_GROUPS" in names:
             assert kw["SEG_GROUPS"] == 4  # segmented at the rows' starts: 16-step tiles, 4 groups
+
+
+class _Launcher:
+    """Stand-ins for a compiled kernel and the active Triton driver: ``run`` records what the
+    fast launch hands Triton's launcher, ``launch_metadata`` how often it is asked for."""
+
+    function, packed_metadata = 1234, (4, 1, 0)
+
+    def __init__(self) -> None:
+        self.runs: list[tuple] = []
+        self.metadata_calls = 0
+
+    def run(self, *args) -> None:
+        self.runs.append(args)
+
+    def launch_metadata(self, *args) -> str:
+        self.metadata_calls += 1
+        return "meta"
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int) -> int:
+        return 99
+
+
+def test_fast_launch_arguments_hooks_and_alignment(monkeypatch):
+    """What ``launch._FastLaunch`` hands Triton's launcher (host logic, stand-in kernel and
+    driver; the real launches run in tests/test_gpu.py): the recorded arguments with each
+    tensor's address in its slot, then the constexprs; an empty launch-hook chain (Triton's
+    default) goes as None and the launch metadata is not computed, a chain with a hook goes
+    as it is, with the metadata. A tensor recorded 16-byte aligned must stay aligned (else
+    no launch, False: the caller falls back to ``kernel[grid]``); one recorded unaligned may
+    come aligned (code compiled without the assumption is right at any address)."""
+    import triton
+    from triton.knobs import HookChain
+
+    from rltriton.kernels import launch
+
+    fake = _Launcher()
+    monkeypatch.setattr(triton.runtime.driver, "_active", fake)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
+    monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", HookChain())
+    monkeypatch.setattr(triton.knobs.runtime, "launch_exit_hook", HookChain(reversed=True))
+    buf = torch.zeros(64)
+    a, b, odd = buf[:16], buf[16:32], buf[1:17]
+    assert a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0 and odd.data_ptr() % 16 != 0
+    template = [None, 7, None, 3]  # two tensor slots: an input and an output
+    slots = ((0, 0, 0), (2, 1, 0))
+    fast = launch._FastLaunch(fake, (5, 2), slots, (True, False), template, ("C1", 2))
+
+    assert fast(((a,), (odd,), ()))
+    run = fake.runs[-1]
+    assert run[:3] == (5, 2, 1) and run[3] == 99 and run[4] == fake.function
+    assert run[6:9] == (None, None, None)  # metadata, enter hook, exit hook
+    assert list(run[9:]) == [a.data_ptr(), 7, odd.data_ptr(), 3, "C1", 2]
+    assert fake.metadata_calls == 0
+    assert fast(((b,), (a,), ())) and list(fake.runs[-1][9:11]) == [b.data_ptr(), 7]  # unaligned slot, now aligned
+
+    n = len(fake.runs)
+    assert not fast(((odd,), (a,), ()))  # the aligned slot, now misaligned
+    assert len(fake.runs) == n
+
+    seen = []
+    triton.knobs.runtime.launch_enter_hook.add(seen.append)
+    assert fast(((a,), (b,), ()))
+    run = fake.runs[-1]
+    assert run[6] == "meta" and run[7] is triton.knobs.runtime.launch_enter_hook and run[8] is None
+    assert fake.metadata_calls == 1
+
+    all_aligned = launch._FastLaunch(fake, (1, 1), slots, (True, True), template, ())
+    assert all_aligned(((a,), (b,), ()))
+    assert not all_aligned(((a,), (odd,), ()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import struct
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -587,19 +588,20 @@ class _Step:
         self.fast: _FastLaunch | None = None
 
     def __call__(self, sources: tuple) -> None:
+        fast = self.fast
+        if fast is not None and fast(sources):
+            return
         args = self.template.copy()
         for k, src, j in self.slots:
             args[k] = sources[src][j]
-        fast = self.fast
-        if fast is None or not fast(args):
-            kwargs = self.kwargs
-            if kwargs.get("AV_VEC") and not _vector_args_aligned(self.kernel, args):
-                # recorded with the action tensors 16-byte aligned, called with a view that
-                # is not: the loop over actions (the vector loads would fault)
-                kwargs = {**kwargs, "AV_VEC": 0}
-            compiled = self.kernel[self.grid](*args, **kwargs)
-            if fast is None and kwargs is self.kwargs:
-                self.fast = _FastLaunch.make(self.kernel, compiled, self.grid, args, kwargs, self.slots)
+        kwargs = self.kwargs
+        if kwargs.get("AV_VEC") and not _vector_args_aligned(self.kernel, args):
+            # recorded with the action tensors 16-byte aligned, called with a view that is
+            # not: the loop over actions (the vector loads would fault)
+            kwargs = {**kwargs, "AV_VEC": 0}
+        compiled = self.kernel[self.grid](*args, **kwargs)
+        if fast is None and kwargs is self.kwargs:
+            self.fast = _FastLaunch.make(self.kernel, compiled, self.grid, args, kwargs, self.slots, self.template)
 
 
 def _vector_args_aligned(kernel, args: list) -> bool:
@@ -674,29 +676,42 @@ class Replay:
         return outs
 
 
+def _live_hook(hook):
+    """``hook`` (a launch hook of ``triton.knobs.runtime``), or None where calling it would do
+    nothing. Triton 3.6 and 3.8 keep each hook as a ``HookChain``, never None, empty unless a
+    profiler or the user added to it; the launcher calls a hook it is handed (a Python call
+    that loops over nothing) and the launch metadata is computed for it (1.7 us, see
+    :class:`_FastLaunch`), so an empty chain is handed on as None, which skips both."""
+    return hook if hook is None or getattr(hook, "calls", True) else None
+
+
 class _FastLaunch:
     """A compiled kernel launched without ``JITFunction.run``'s per-call work (binding ~50
     arguments, computing the specialisation key, looking up the cache: ~20-40 us of host
     time per call with Triton 3.6). Valid only for the exact specialisation it came from:
-    every integer argument is fixed by the replay's signature (shapes and strides), and the
-    call checks the one thing that is not, each tensor's 16-byte alignment (a misaligned
-    view goes through ``kernel[grid]``, which compiles for it).
+    every integer argument is fixed by the replay's signature (shapes and strides). The call
+    checks the one thing that is not, each tensor's 16-byte alignment: a tensor the
+    specialisation took as aligned must still be (a misaligned view goes through
+    ``kernel[grid]``, which compiles for it); one it took as unaligned may be either, since
+    code compiled without the assumption is right at any address.
 
-    Tensors are handed to the launcher as their addresses (Python ints), which Triton's
-    launcher takes as they are: given a tensor, it calls ``data_ptr()`` and asks the driver
-    (``cuPointerGetAttribute``) whether the address is device memory, once per pointer
-    argument (13-16 here). The replay's signature already fixes every tensor's device.
-    ``POINTERS_AS_INTS = False`` hands the tensors instead (for A/B timing,
-    ``benchmarks/host.py``).
+    The argument list is kept whole (the recorded integers, then the constexprs) with the
+    tensors' slots empty; a call copies it and puts each tensor's address (a Python int) in
+    its slot, which Triton's launcher takes as it is. Given a tensor, the launcher calls
+    ``data_ptr()`` and asks the driver (``cuPointerGetAttribute``) whether the address is
+    device memory, once per pointer argument (13-16 here); the replay's signature already
+    fixes every tensor's device. ``POINTERS_AS_INTS = False`` hands the tensors instead (for
+    A/B timing, ``benchmarks/host.py``).
 
     Triton >= 3.4 (``triton.knobs``) launches with every bound argument, constexprs
     included, exactly as done here; older versions keep the slow path."""
 
     POINTERS_AS_INTS = True
     # False: skip ``CompiledKernel.launch_metadata`` (1.7 us of a 29 us repeated call in a
-    # cProfile on the H200, 2026-11-30-h200-s10 notes) when no launch hook is set. Triton
-    # 3.6's and 3.8's ``launch_metadata`` return None then anyway (it is read only by the
-    # hooks), so skipping it changes nothing but the call and its ~50-argument tuple.
+    # cProfile on the H200, 2026-11-30-h200-s10 notes) when no launch hook is live
+    # (_live_hook). Triton 3.6's and 3.8's ``launch_metadata`` return None then anyway (it is
+    # read only by the hooks), so skipping it changes nothing but the call and its
+    # ~50-argument tuple.
     LAUNCH_METADATA = False
 
     # Triton 3.6's ``CompiledKernel.run`` is a Python ``CudaLauncher.__call__`` that builds
@@ -707,12 +722,18 @@ class _FastLaunch:
     DIRECT_LAUNCHER = True
     _DIRECT_VERSIONS = frozenset({(3, 6)})
 
-    __slots__ = ("compiled", "grid", "ptr_slots", "aligned", "consts", "device_stream", "runtime", "direct")
+    __slots__ = ("compiled", "grid", "sources", "positions", "must_align", "all_aligned", "values",
+                 "device_stream", "runtime", "direct")
 
-    def __init__(self, compiled, grid, ptr_slots, aligned, consts) -> None:
+    def __init__(self, compiled, grid, slots: tuple, aligned: tuple, template: list, consts: tuple) -> None:
         import triton
 
-        self.compiled, self.grid, self.ptr_slots, self.aligned, self.consts = compiled, grid, ptr_slots, aligned, consts
+        self.compiled, self.grid = compiled, grid
+        self.sources = tuple((src, j) for _, src, j in slots)  # where each tensor comes from
+        self.positions = tuple(k for k, _, _ in slots)  # its argument slot
+        self.must_align = tuple(i for i, a in enumerate(aligned) if a)
+        self.all_aligned = all(aligned)
+        self.values = [*template, *consts]
         drv = triton.runtime.driver.active
         # torch.cuda.current_device() (Triton's get_current_device) re-checks CUDA's lazy
         # initialisation on every call; the first launch has initialised it
@@ -737,7 +758,9 @@ class _FastLaunch:
             return None
 
     @staticmethod
-    def make(kernel, compiled, grid, args: list, kwargs: dict, slots: tuple) -> _FastLaunch | None:
+    def make(kernel, compiled, grid, args: list, kwargs: dict, slots: tuple, template: list) -> _FastLaunch | None:
+        """The fast launch of a ``_Step`` whose first launch (``args``: ``template`` with the
+        tensors of ``slots`` in place) compiled ``compiled``, or None where it cannot be made."""
         try:
             import triton
             from triton import knobs  # noqa: F401  (3.4+: the launch convention used below)
@@ -748,9 +771,8 @@ class _FastLaunch:
         consts = _FastLaunch.constexprs(kernel, len(args), kwargs)
         if consts is None:
             return None
-        ptr_slots = tuple(k for k, _, _ in slots)
-        aligned = tuple(args[k].data_ptr() % 16 == 0 for k in ptr_slots)
-        return _FastLaunch(compiled, grid, ptr_slots, aligned, consts)
+        aligned = tuple(args[k].data_ptr() % 16 == 0 for k, _, _ in slots)
+        return _FastLaunch(compiled, grid, slots, aligned, template, consts)
 
     @staticmethod
     def constexprs(kernel, n_args: int, kwargs: dict) -> tuple | None:
@@ -772,24 +794,28 @@ class _FastLaunch:
             return None
         return tuple(kwargs[n] if n in kwargs else defaults[n] for n in rest)
 
-    def __call__(self, args: list) -> bool:
-        """Launch with ``args`` (tensors in the slots; replaced by their addresses) and
-        return True, or return False without launching, ``args`` untouched, when a tensor's
-        16-byte alignment differs from the compiled specialisation's."""
-        ptrs = [args[k].data_ptr() for k in self.ptr_slots]
-        for p, a in zip(ptrs, self.aligned):
-            if (p % 16 == 0) != a:
+    def __call__(self, sources: tuple) -> bool:
+        """Launch with the tensors of ``sources`` (a replay's (inputs, outputs, scratch)) and
+        return True, or return False without launching when a tensor the specialisation took
+        as 16-byte aligned is not."""
+        ptrs = [sources[src][j].data_ptr() for src, j in self.sources]
+        if self.all_aligned:  # the usual case: one C-level fold instead of a loop
+            if functools.reduce(operator.or_, ptrs, 0) & 15:
                 return False
-        if self.POINTERS_AS_INTS:
-            for k, p in zip(self.ptr_slots, ptrs):
-                args[k] = p
+        else:
+            for i in self.must_align:
+                if ptrs[i] & 15:
+                    return False
+        values = self.values.copy()
+        given = ptrs if self.POINTERS_AS_INTS else [sources[src][j] for src, j in self.sources]
+        for k, v in zip(self.positions, given):
+            values[k] = v
         c = self.compiled
         get_device, get_stream = self.device_stream
         stream = get_stream(get_device())
-        values = (*args, *self.consts)
         g = self.grid
         rt = self.runtime
-        enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
+        enter, leave = _live_hook(rt.launch_enter_hook), _live_hook(rt.launch_exit_hook)
         meta = c.launch_metadata(g, stream, *values) \
             if self.LAUNCH_METADATA or enter is not None or leave is not None else None
         direct = self.direct
