@@ -1,10 +1,10 @@
-"""Host time of a repeated call: the replay's fast launch as it is by default (pointers handed
-to Triton's launcher as ints, no launch metadata when no hook is set, Triton 3.6's C launcher
-called directly) and with one of those undone: pointers as tensors
-(``_FastLaunch.POINTERS_AS_INTS = False``), the metadata computed
-(``LAUNCH_METADATA = True``), Triton's ``CompiledKernel.run`` (``DIRECT_LAUNCHER = False``);
-against a bare ``kernel[grid]`` launch of the same kernel with the same arguments,
-interleaved in one process.
+"""Host time of a repeated call: the replay's fast launch as it is by default (a function
+generated for the launch, pointers handed to Triton's launcher as ints, no launch metadata when
+no hook is live, Triton 3.6's C launcher called directly) and with one of those undone: the
+general path (``_FastLaunch.GENERATED = False``), and on it pointers as tensors
+(``POINTERS_AS_INTS = False``), the metadata computed (``LAUNCH_METADATA = True``), Triton's
+``CompiledKernel.run`` (``DIRECT_LAUNCHER = False``); against a bare ``kernel[grid]`` launch
+of the same kernel with the same arguments, interleaved in one process.
 
     python benchmarks/host.py [gae,vtrace,...] [RxT,...]      # on a GPU machine
     python benchmarks/host.py --breakdown [gae,...] [RxT,...]  # where the submit time goes
@@ -62,10 +62,13 @@ def repeated_call(name: str, shape: tuple[int, int]):
 
 
 def main(names: list[str], shapes: list[tuple[int, int]]) -> None:
-    variants = {"default": {}, "tensors": {"POINTERS_AS_INTS": False}, "meta": {"LAUNCH_METADATA": True},
-                "run": {"DIRECT_LAUNCHER": False}, "bare": {}}
+    # each switch of launch._FastLaunch against the default; the others than "general" go
+    # through its general path too (the generated one reads none of them)
+    plain = {"GENERATED": False}
+    variants = {"default": {}, "general": plain, "tensors": {**plain, "POINTERS_AS_INTS": False},
+                "meta": {**plain, "LAUNCH_METADATA": True}, "run": {**plain, "DIRECT_LAUNCHER": False}, "bare": {}}
     fast = launch._FastLaunch
-    defaults = {k: getattr(fast, k) for k in ("POINTERS_AS_INTS", "LAUNCH_METADATA", "DIRECT_LAUNCHER")}
+    defaults = {k: getattr(fast, k) for k in ("POINTERS_AS_INTS", "LAUNCH_METADATA", "DIRECT_LAUNCHER", "GENERATED")}
     head = " ".join(f"{v:>8}" for v in variants)
     print(f"{'estimator':<10} {'shape':>14}  submit: {head}   full: {head}")
     for name in names:

@@ -194,14 +194,16 @@ class _Launcher:
         return 99
 
 
-def test_fast_launch_arguments_hooks_and_alignment(monkeypatch):
+@pytest.mark.parametrize("generated", [True, False])
+def test_fast_launch_arguments_hooks_and_alignment(generated, monkeypatch):
     """What ``launch._FastLaunch`` hands Triton's launcher (host logic, stand-in kernel and
     driver; the real launches run in tests/test_gpu.py): the recorded arguments with each
     tensor's address in its slot, then the constexprs; an empty launch-hook chain (Triton's
     default) goes as None and the launch metadata is not computed, a chain with a hook goes
     as it is, with the metadata. A tensor recorded 16-byte aligned must stay aligned (else
     no launch, False: the caller falls back to ``kernel[grid]``); one recorded unaligned may
-    come aligned (code compiled without the assumption is right at any address)."""
+    come aligned (code compiled without the assumption is right at any address). The same
+    through the function generated for the launch and through ``_FastLaunch.general``."""
     import triton
     from triton.knobs import HookChain
 
@@ -217,7 +219,9 @@ def test_fast_launch_arguments_hooks_and_alignment(monkeypatch):
     assert a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0 and odd.data_ptr() % 16 != 0
     template = [None, 7, None, 3]  # two tensor slots: an input and an output
     slots = ((0, 0, 0), (2, 1, 0))
+    monkeypatch.setattr(launch._FastLaunch, "GENERATED", generated)
     fast = launch._FastLaunch(fake, (5, 2), slots, (True, False), template, ("C1", 2))
+    assert fast.call is not fast.general
 
     assert fast(((a,), (odd,), ()))
     run = fake.runs[-1]

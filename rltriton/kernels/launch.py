@@ -721,9 +721,15 @@ class _FastLaunch:
     # Triton 3.8 passes its arguments differently): the others keep ``run``.
     DIRECT_LAUNCHER = True
     _DIRECT_VERSIONS = frozenset({(3, 6)})
+    # True: calls go through a function generated for this launch (:meth:`_generate`) that
+    # reads each address into a local, checks alignment in one expression and calls the
+    # launcher with the arguments written out, instead of :meth:`general`'s loops and list
+    # copies; it hands over to :meth:`general` while a launch hook is live or this is False
+    # (for A/B timing with the other switches, ``benchmarks/host.py``).
+    GENERATED = True
 
     __slots__ = ("compiled", "grid", "sources", "positions", "must_align", "all_aligned", "values",
-                 "device_stream", "runtime", "direct")
+                 "device_stream", "runtime", "direct", "call")
 
     def __init__(self, compiled, grid, slots: tuple, aligned: tuple, template: list, consts: tuple) -> None:
         import triton
@@ -743,6 +749,7 @@ class _FastLaunch:
         # statement per call costs about a microsecond
         self.runtime = triton.knobs.runtime
         self.direct = self._direct_launch(compiled)
+        self.call = self._generate()
 
     @classmethod
     def _direct_launch(cls, compiled) -> tuple | None:
@@ -798,6 +805,57 @@ class _FastLaunch:
         """Launch with the tensors of ``sources`` (a replay's (inputs, outputs, scratch)) and
         return True, or return False without launching when a tensor the specialisation took
         as 16-byte aligned is not."""
+        return self.call(sources)
+
+    def _generate(self):
+        """The launch as one generated function of ``sources`` (see ``GENERATED``): what
+        :meth:`general` does with every loop unrolled for this launch's slots and the
+        recorded integers written in as literals. Triton's own launcher binds its arguments
+        with generated code in the same way."""
+        direct = self.direct
+        lines = ["def call(sources):", "    if not cls.GENERATED:", "        return general(sources)"]
+        for src in sorted({src for src, _ in self.sources}):
+            lines.append(f"    s{src} = sources[{src}]")
+        names = {}
+        for i, (k, (src, j)) in enumerate(zip(self.positions, self.sources)):
+            names[k] = f"p{i}"
+            lines.append(f"    p{i} = s{src}[{j}].data_ptr()")
+        if self.must_align:
+            lines += ["    if (" + " | ".join(f"p{i}" for i in self.must_align) + ") & 15:", "        return False"]
+        lines += ["    if live(rt.launch_enter_hook) is not None or live(rt.launch_exit_hook) is not None:",
+                  "        return general(sources)"]
+        env: dict = {}
+        values = []
+        for k, v in enumerate(self.values):
+            if k in names:
+                values.append(names[k])
+            elif type(v) in (int, bool) or v is None:
+                values.append(repr(v))
+            else:
+                values.append(f"v{k}")
+                env[f"v{k}"] = v
+        g0, g1 = (int(x) for x in self.grid[:2])
+        c = self.compiled
+        if direct is not None:
+            head = f"launch({g0}, {g1}, 1, gs(gd()), function, {int(direct[1])}, {int(direct[2])}, None, None, packed, "
+        else:
+            head = f"launch({g0}, {g1}, 1, gs(gd()), function, packed, "
+        lines += ["    " + head + "None, None, None, " + ", ".join(values) + ")", "    return True"]
+        get_device, get_stream = self.device_stream
+        env.update(cls=type(self), general=self.general, live=_live_hook, rt=self.runtime,
+                   launch=direct[0] if direct is not None else c.run, gd=get_device, gs=get_stream,
+                   function=c.function, packed=c.packed_metadata)
+        # the names above become the factory's parameters, so the call reads them as
+        # closure cells rather than globals
+        body = "\n".join("    " + x for x in [*lines, "return call"])
+        factory = f"def factory({', '.join(env)}):\n{body}\n"
+        scope: dict = {}
+        exec(compile(factory, f"<rltriton fast launch {getattr(c, 'name', '')}>", "exec"), scope)  # noqa: S102
+        return scope["factory"](**env)
+
+    def general(self, sources: tuple) -> bool:
+        """:meth:`__call__` with the switches read at every call (the generated function's
+        fallback)."""
         ptrs = [sources[src][j].data_ptr() for src, j in self.sources]
         if self.all_aligned:  # the usual case: one C-level fold instead of a loop
             if functools.reduce(operator.or_, ptrs, 0) & 15:
