@@ -5,7 +5,7 @@
 
 ``_ab/`` is git-ignored: carry it to the GPU machine (the device tool's ``carry``).
 
-Estimators: gae, vtrace, td_lambda, retrace, retrace_av (the action form, 4 actions), traces
+Estimators: gae, vtrace, td_lambda, discounted_returns, retrace, retrace_av (the action form, 4 actions), traces
 (eligibility traces, the forward kernel). Names with ``_tm`` (``gae_tm``) time time-major
 ``[T, N]`` inputs; a final ``_bv`` (``gae_tm_bv``) passes ``bootstrap_values`` instead of
 ``last_value``. A version folder can differ from another in a module setting alone (e.g.
@@ -62,6 +62,7 @@ def _one(src: str, shapes: list[tuple[int, int]], ests: list[str]) -> dict:
                 "gae": partial(rt.gae, r, v, lam=0.95, **kw),
                 "vtrace": partial(rt.vtrace, r, v, lr, **kw),
                 "td_lambda": partial(rt.td_lambda, r, v, lam=0.95, **kw),
+                "discounted_returns": partial(rt.discounted_returns, r, **kw),
                 "retrace": partial(rt.retrace, r, v + 0.1, v, lr, lam=0.95, **kw),
                 "traces": partial(rt.eligibility_traces, r, gamma=0.99, lam=0.95, dones=term,
                                   time_dim=kw["time_dim"]),

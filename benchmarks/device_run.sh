@@ -180,6 +180,13 @@ for stage in $stages; do
       timeout 150 python3 benchmarks/ab.py _ab/carry_td/scan _ab/carry_td/products \
         --est td_lambda_tm,gae_tm,traces_tm,td_lambda --shapes 4x262144,8x262144,4x140000,16x262144 2>&1 \
         | tee "$OUT/ab_carry_td.txt" ;;
+    lazycut)
+      # TD(lambda)'s and discounted returns' cut applied lazily (launch._TD_LAZY_CUT, session 13):
+      # their GPU tests and the non-finite ones, then an A/B of the cut in every scan -> lazily
+      setting_ab lazycut "td_lambda or discounted or nonfinite or few_rows" 200 eager default \
+        'eager:s/^_TD_LAZY_CUT = True/_TD_LAZY_CUT = False/' 200 \
+        td_lambda,discounted_returns,td_lambda_tm,discounted_returns_tm \
+        16384x512,512x4096,32768x64,16x262144,1x1048576,4096x128,4x262144 ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \

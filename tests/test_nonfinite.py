@@ -54,7 +54,10 @@ def _same_nonfinite(out: torch.Tensor, ref: torch.Tensor, case: Case, what: str)
 # small tiles split in two passes, or one pass; the look-back; chunks in time order; the
 # two-level group scan; rows laid end to end (default tiles, 16 steps), with the scan over
 # the groups segmented at the rows' starts (the default) or not ("flat"); time-major tiles;
-# the carry-in as a scan of the summaries (the sum of products is the default)
+# the carry-in as a scan of the summaries (the sum of products is the default); time-major
+# tiles split, in one pass, and with TD(lambda)'s cut in every scan instead of lazily
+# (launch._TD_LAZY_CUT: time-major plans scan without it and run again with it where a
+# non-finite value came out)
 MODES = {
     "single": dict(split=False),
     "split": dict(split=True),
@@ -65,6 +68,8 @@ MODES = {
     "flat-segmented": dict(small=False, _GROUP_TILES=False, _GROUP_SCAN=True, _GROUP_SCAN_FLAT=True,
                            _FLAT_SEGMENTED=True),
     "time-major": dict(split=True),
+    "time-major-single": dict(split=False),
+    "time-major-eager": dict(split=True, _TD_LAZY_CUT=False),
     "carry-scan": dict(split=True, _CARRY_PRODUCTS=False),
 }
 # rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, tiles of 16-64 steps, rows of 9-64): a row's last
@@ -93,7 +98,7 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
     if name in DIRECT_ONLY:
         monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", frozenset())
     shape = (64, 16) if mode.startswith("flat") else (4, 23)
-    case = _poisoned_inputs(name, shape, time_major=mode == "time-major")
+    case = _poisoned_inputs(name, shape, time_major=mode.startswith("time-major"))
     ref = _poisoned_inputs(name, shape)(backend="reference")
     assert any(torch.isnan(r).any() for r in ref), "the case must produce a NaN somewhere"
     backend = "torch"
@@ -110,7 +115,7 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
         out = case(backend=backend)
     finally:
         poisoned.clear_caches()
-    if mode == "time-major":
+    if mode.startswith("time-major"):
         out = tuple(o.movedim(0, -1) for o in out)
     for i, (o, r) in enumerate(zip(out, ref)):
         _same_nonfinite(o, r, case, f"{name}[{i}] {mode}")
@@ -124,3 +129,27 @@ def test_nonfinite_retrace_action_form_lagged(poisoned):
     ref = case(backend="reference")
     for i, (o, r) in enumerate(zip(case(backend="triton"), ref)):
         _same_nonfinite(o, r, case, f"retrace_av[{i}] lagged")
+
+
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+def test_lazy_cut_on_time_major_plans_only(name, monkeypatch, poisoned):
+    """TD(lambda)'s kernel scans without the cut and checks its output (``LAZY_CUT``) on
+    time-major plans only (launch._TD_LAZY_CUT: batch-major ones were slower so on the
+    H200), both passes of a split; the results, with a NaN and an inf in the rewards, match
+    the reference's NaN and inf positions either way."""
+    from tests.conftest import plans_used
+
+    if not INTERPRET:
+        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, kw.get("LAZY_CUT")))
+    ref = _poisoned_inputs(name, (4, 23))(backend="reference")
+    for time_major in (False, True):
+        seen.clear()
+        case = _poisoned_inputs(name, (4, 23), time_major=time_major)
+        out = case(backend="triton")
+        if time_major:
+            out = tuple(o.movedim(0, -1) for o in out)
+        assert seen == [(time_major, time_major)], seen
+        for i, (o, r) in enumerate(zip(out, ref)):
+            _same_nonfinite(o, r, case, f"{name}[{i}] time_major={time_major}")

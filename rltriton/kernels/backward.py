@@ -142,32 +142,33 @@ def gae_kernel(
 
 
 @triton.jit
-def td_lambda_kernel(
+def _td_lambda_chunks(
     r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
     term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
     nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     out_ptr, s_o_n, s_o_t,
-    R, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+    T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
     HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
-    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
-    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr,
+    SEG_MAP_FWD: tl.constexpr, CARRY_PROD: tl.constexpr, CUT: tl.constexpr, CHECK: tl.constexpr,
 ):
-    """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
-    and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
-    where beta = 0 (``CUT``, scan.times): SPEC chooses nv_t there, so a NaN or inf return of
-    a later episode does not reach an earlier one."""
-    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
-        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP,
-    )
-    if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
-        n_chunks = 1
+    """TD(lambda)'s chunk loop over one program's segment, from ``carry``: returns the
+    segment's map (seg_a, seg_b) (PHASE 1) and, with ``CHECK``, a scalar that is 0 when
+    every value this pass produced (the returns written, or PHASE 1's map) is finite and NaN
+    otherwise (the sum of each value times 0), else 0. ``CUT``: see :func:`scan.times`."""
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
+    if CHECK and PHASE != 1:
+        # one addend per element of the tile, summed once after the loop (a reduction per
+        # chunk would cost a barrier each)
+        _rt0, _rm0, _ts0, mask0 = chunk_tile(seg, SEG, T, 0, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR,
+                                             GROUP_TILES)
+        acc = tl.zeros(mask0.shape, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
             seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
@@ -188,15 +189,79 @@ def td_lambda_kernel(
         alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD, True)
-            seg_a, seg_b = compose(seg_a, seg_b, ca, cb, True)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD, CUT)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb, CUT)
         else:
             out, carry = scan_step(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
-                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD, True,
+                row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD, CUT,
             )
-            tl.store(out_ptr + rows_t * s_o_n + ts * s_o_t, group_order(out, r), mask=mask)
+            out = group_order(out, r)
+            tl.store(out_ptr + rows_t * s_o_n + ts * s_o_t, out, mask=mask)
+            if CHECK:
+                acc += out * 0.0
+    if CHECK:
+        if PHASE == 1:
+            return seg_a, seg_b, tl.sum(seg_a * 0.0)
+        else:
+            return seg_a, seg_b, tl.sum(acc)
+    else:
+        return seg_a, seg_b, 0.0
+
+
+@triton.jit
+def td_lambda_kernel(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    out_ptr, s_o_n, s_o_t,
+    R, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+    HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
+    SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
+    LAZY_CUT: tl.constexpr = False,
+):
+    """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
+    and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
+    where beta = 0 (``CUT``, scan.times): SPEC chooses nv_t there, so a NaN or inf return of
+    a later episode does not reach an earlier one.
+
+    ``LAZY_CUT`` (``launch._TD_LAZY_CUT``; not in the look-back's PHASE 3): the chunk loop
+    runs first without the cut, which only differs where 0 meets a non-finite value, and
+    that makes a NaN that reaches this pass's returns (or PHASE 1's map) too: every
+    intermediate of the scan is added into some return. So when all it produced is finite
+    it is the cut scan's result, and otherwise the program runs its segment again with the
+    cut, from the same carry, writing over the first pass's returns."""
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
+        R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
+        GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP,
+    )
+    if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
+        n_chunks = 1
+    LAZY: tl.constexpr = LAZY_CUT and PHASE != 3
+    seg_a, seg_b, check = _td_lambda_chunks(
+        r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+        nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+        out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+        rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
+        HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+        ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY,
+    )
+    if LAZY:
+        if check != 0:  # NaN: something non-finite came out; the exact pass, with the cut
+            tl.debug_barrier()  # the first pass's stores land before the ones that replace them
+            seg_a, seg_b, _again = _td_lambda_chunks(
+                r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n,
+                s_trunc_t, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n,
+                s_l_t, l_hi, l_lo, out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+                rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
+                HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+                ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False,
+            )
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 

@@ -332,6 +332,20 @@ _SEGMENT_MAP_FORWARD = True
 # time-major 79.5 -> 76.3; 1 x 1048576 V-trace 16.9 -> 14.2; 64 x 65536 V-trace 57.7 -> 51.2;
 # 512 x 4096 (no split) unchanged.
 _CARRY_PRODUCTS = True
+# TD(lambda)'s and discounted returns' scans cut where beta = 0 (scan.times: a select after
+# every multiply of the scan, so a later episode's NaN or inf stays there). Since that cut
+# (session 11) their kernels compile to ~36% more PTX (static, Triton 3.6: [4, 512]
+# time-major PHASE 1 3058 -> 4164 lines, 46 -> 202 compares) and ran 8-29% slower (H200
+# harness, session 9 -> 11: discounted returns 512 x 4096 8.4 -> 10.0 us, time-major
+# 32768 x 64 5.9 -> 7.6). With _TD_LAZY_CUT each program scans without the cut and checks
+# what it wrote, running its segment again with the cut only when something came out
+# non-finite (backward.td_lambda_kernel's LAZY_CUT), which gives the cut's result exactly.
+# H200, Triton 3.6 (bash benchmarks/device_run.sh lazycut, 2026-11-30-h200-s13-notes), cut in
+# every scan -> lazily, us: time-major tiles gain (TD(lambda) 16 x 262144 61.8 -> 44.8,
+# 16384 x 512 35.9 -> 32.6, 32768 x 64 8.9 -> 7.4; discounted returns 56.5 -> 40.2, 31.9 ->
+# 27.7), batch-major ones lose (TD(lambda) 16384 x 512 27.2 -> 34.6, 16 x 262144 34.7 ->
+# 48.4, 512 x 4096 10.9 -> 13.2), so it applies to time-major plans only.
+_TD_LAZY_CUT = True
 # PHASE 2 of a time split walks the segments in the opposite order to PHASE 1
 # (scan.program_tile's SEG_FLIP), so it starts on the inputs PHASE 1 read last, which may
 # still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB), for calls
@@ -1122,7 +1136,9 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         v = rows(raw.get("values"))
         out = _output(p, caller, like)
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
-        _launch(td_lambda_kernel, R, T, pl, args, {**meta, "HAS_VALUES": v[0] is not None}, p.dtype, p.device)
+        lazy = _TD_LAZY_CUT and pl.time_major
+        _launch(td_lambda_kernel, R, T, pl, args, {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy},
+                p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
         vs = _output(p, caller, like)
