@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import INTERPRET, use_small_tiles
+from tests.conftest import INTERPRET, plans_used, use_small_tiles
 from tests.rollouts import ESTIMATORS, Case, make_case, to_time_major, tolerance
 
 # SPEC.md writes TD(lambda)'s and discounted returns' cut as a choice (X_t = nv_t at done_t),
@@ -137,8 +137,6 @@ def test_lazy_cut_on_time_major_plans_only(name, monkeypatch, poisoned):
     time-major plans only (launch._TD_LAZY_CUT: batch-major ones were slower so on the
     H200), both passes of a split; the results, with a NaN and an inf in the rewards, match
     the reference's NaN and inf positions either way."""
-    from tests.conftest import plans_used
-
     if not INTERPRET:
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
