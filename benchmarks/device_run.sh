@@ -14,7 +14,8 @@
 #   (puffer-short, ~3 min: GAE at 8 and 16 steps, 4096-32768 envs, against PufferLib and rl-triton)
 #   (segflip, ~6 min: launch._SEG_FLIP's GPU tests and A/B; flatseg, ~5 min: launch._FLAT_SEGMENTED's)
 #   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
-#   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min)
+#   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min;
+#   coop, ~6 min)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -188,6 +189,16 @@ for stage in $stages; do
         'eager:s/^_TD_LAZY_CUT = True/_TD_LAZY_CUT = False/' 200 \
         td_lambda,discounted_returns,td_lambda_tm,discounted_returns_tm \
         16384x512,512x4096,32768x64,16x262144,1x1048576,4096x128,4x262144 ;;
+    coop)
+      # the cooperative single pass of split rows (launch._COOP, session 14): its GPU tests, then
+      # an A/B of the two passes -> one cooperative pass, 16 and 8 steps a thread
+      gpu_tests 240 "coop" coop_tests.log
+      versions coop split coop16 coop8
+      sed -i 's/^_COOP = False/_COOP = True/' _ab/coop/coop16/$L _ab/coop/coop8/$L
+      sed -i 's/^_COOP_ELEMS = 16/_COOP_ELEMS = 8/' _ab/coop/coop8/$L
+      timeout 300 python3 benchmarks/ab.py _ab/coop/split _ab/coop/coop16 _ab/coop/coop8 \
+        --est gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces \
+        --shapes 1x1048576,16x65536,4x262144,1x131072,1x262144,2x524288 2>&1 | tee "$OUT/ab_coop.txt" ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \

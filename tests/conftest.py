@@ -37,11 +37,12 @@ def poisoned(monkeypatch):
     return launch
 
 
-def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) -> None:
+def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False, coop: bool = False) -> None:
     """Tiny tiles (BLOCK_T <= 16, 64 elements; time-major: 4 x 4) so small shapes span
     several time chunks and several row programs. ``split`` also cuts every multi-chunk row
     into time segments (the two-phase path the GPU takes for long rows; with ``lookback``,
-    the single-pass decoupled look-back instead, but time-major tiles always split in two
+    the single-pass decoupled look-back instead, with ``coop`` the cooperative single pass,
+    here its interpreter form, PHASE 5 launched twice; time-major tiles always split in two
     passes); otherwise one pass per row."""
     monkeypatch.setattr(launch, "_MAX_BLOCK_T", 16)
     monkeypatch.setattr(launch, "_TILE", 64)
@@ -50,6 +51,7 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False) ->
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)
     monkeypatch.setattr(launch, "_LOOKBACK", lookback)
+    monkeypatch.setattr(launch, "_COOP", coop)
     # time-major storage takes its own tiles from one row on: 4 rows by 4 steps on 2 warps,
     # so T = 63 spans 16 chunks (and 3 segments when split; unsplit, the tiles are kept
     # however few the row programs), never the one-chunk tiles of short rows

@@ -26,8 +26,8 @@ from tests.rollouts import (
 FEATURED = ("traces", "prefix_sum")
 
 
-@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback", "triton-time-order",
-                        "triton-group-scan"])
+@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback", "triton-coop",
+                        "triton-time-order", "triton-group-scan"])
 def backend(request, monkeypatch):
     """The torch backend, or the Triton kernels with small tiles: one pass per row, the
     two-phase time split, or the single-pass look-back split, all with the backward
@@ -41,7 +41,8 @@ def backend(request, monkeypatch):
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1 (GPU runs: tests/test_gpu.py)")
     launch = request.getfixturevalue("poisoned")
     mode = request.param
-    use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback")
+    use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback",
+                    coop=mode == "triton-coop")
     monkeypatch.setattr(launch, "_GROUP_TILES", mode not in ("triton-time-order", "triton-group-scan"))
     monkeypatch.setattr(launch, "_GROUP_SCAN", mode == "triton-group-scan")
     monkeypatch.setattr(launch, "_GROUP_SCAN_MIN_T", 4)  # the small tiles take it too

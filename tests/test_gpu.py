@@ -288,6 +288,74 @@ def test_lookback_split(shape, name, monkeypatch):
         launch.clear_caches()
 
 
+COOP_SHAPES = [(1, 1048576), (16, 65536), (3, 100003), (1, 131072)]
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", COOP_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_coop_split(shape, name, monkeypatch):
+    """The cooperative single pass (launch._COOP, PHASE 4), forced on: one launch with a grid
+    barrier where the split's programs fit on the GPU (else the same tiles in two passes),
+    against float64, three calls (the first records, the others replay; a race shows up as
+    a result that changes between them); the barrier's counters are left at 0."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_COOP", True)
+    launch.clear_caches()
+    phases = plans_used(monkeypatch, launch, lambda pl, kw: kw["PHASE"])
+    try:
+        case = on_gpu(make_case(name, shape, seed=14))
+        assert launch.plan_for(shape[0], shape[1], torch.device("cuda")).coop
+        ref = as_f64(case)(backend="torch")
+        for _ in range(3):
+            _compare(case, ref, f"{name} {shape} coop")
+        torch.cuda.synchronize()
+        assert phases and set(phases) <= {1, 4}
+        if name in ("gae", "td_lambda", "discounted_returns") or shape[0] * shape[1] <= 131072:
+            assert phases[0] == 4, f"{name} {shape}: the cooperative launch did not fit"
+        for state in launch._coop_state.values():
+            assert state.tolist() == [0, 0]
+    finally:
+        launch.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["gae", "vtrace", "traces"])
+def test_coop_split_time_major_and_graph(name, monkeypatch):
+    """The cooperative split on time-major storage too few rows for its own tiles, and
+    captured in a CUDA graph (its counters then zeroed inside the graph): replayed on new
+    data, the new results."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_COOP", True)
+    launch.clear_caches()
+    try:
+        shape = (2, 262144)
+        case = on_gpu(make_case(name, shape, seed=15))
+        ref = as_f64(case)(backend="torch")
+        _compare_time_major(make_case(name, shape, seed=15), tuple(r.cpu() for r in ref), f"{name} {shape} coop tm")
+        fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
+        static_in = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn(*static_in, **kw)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = fn(*static_in, **kw)
+        out = tuple(out) if isinstance(out, tuple) else (out,)
+        fresh = make_case(name, shape, seed=16)
+        static_in[0].copy_(fresh.args[0].cuda())
+        for _ in range(2):
+            g.replay()
+        torch.cuda.synchronize()
+        want = Case(case.name, tuple(static_in), case.kwargs, case.T)(backend="triton")
+        for o, w in zip(out, want):
+            torch.testing.assert_close(o, w, rtol=0, atol=0)
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_carry_products_split(shape, name, monkeypatch):

@@ -18,7 +18,9 @@ the kernels are bound by that pipe (Nsight Compute: 88% L1/shared throughput, MI
 Rows too few to fill the GPU are split in time (grid axis 1, segments of SEG steps):
 PHASE 1 stores each segment's composed map, PHASE 2 turns the summaries of the later
 segments into its carry-in and writes the outputs; PHASE 3 does both in one pass by
-decoupled look-back (see ``scan.py``); PHASE 0 is one pass over whole rows.
+decoupled look-back, PHASE 4 in one cooperative pass with a grid barrier (PHASE 5: the same
+without the barrier, launched twice by the CPU interpreter; see ``scan.py``); PHASE 0 is
+one pass over whole rows.
 
 ``TIME_MAJOR`` (storage with unit row stride, CleanRL's ``[T, N]``) turns the tile around:
 lanes along rows, each thread's steps in its registers, no groups (``scan.program_tile``).
@@ -230,7 +232,8 @@ def td_lambda_kernel(
     where beta = 0 (``CUT``, scan.times): SPEC chooses nv_t there, so a NaN or inf return of
     a later episode does not reach an earlier one.
 
-    ``LAZY_CUT`` (``launch._TD_LAZY_CUT``; not in the look-back's PHASE 3): the chunk loop
+    ``LAZY_CUT`` (``launch._TD_LAZY_CUT``; not in the single passes of PHASE 3 to 5, whose
+    programs wait for one another, so none may run its segment twice): the chunk loop
     runs first without the cut, which only differs where 0 meets a non-finite value, and
     that makes a NaN that reaches this pass's returns (or PHASE 1's map) too: every
     intermediate of the scan is added into some return. So when all it produced is finite
@@ -242,7 +245,7 @@ def td_lambda_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
-    LAZY: tl.constexpr = LAZY_CUT and PHASE != 3
+    LAZY: tl.constexpr = LAZY_CUT and PHASE < 3
     seg_a, seg_b, check = _td_lambda_chunks(
         r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
         nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,

@@ -1,7 +1,8 @@
 """Fused kernel of the forward estimators: eligibility traces and episodic prefix sums.
 
 ``z_t = x_t + beta_t z_{t-1}`` from ``z_{-1} = initial``. Lanes too few to fill the GPU
-are split in time as in ``backward.py`` (PHASE 1 summaries, PHASE 2 carry-in and outputs). ``x`` may carry trailing
+are split in time as in ``backward.py`` (PHASE 1 summaries, PHASE 2 carry-in and outputs; PHASE 3 to 5
+single passes). ``x`` may carry trailing
 feature dims, flattened to ``F`` columns; a program owns ``BLOCK_N`` (row, feature)
 lanes and walks time in chunks of ``BLOCK_T`` from the start. The coefficient is per
 step (shared by the features of a row):

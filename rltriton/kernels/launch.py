@@ -96,6 +96,18 @@ _FWD_ONE_CHUNK_WARPS = 8
 # loads instead of atomics gave wrong results (a reordering the atomics prevent) and was no
 # faster, so the atomics stay.
 _LOOKBACK = False
+# Split rows in one cooperative launch (PHASE 4, scan.grid_barrier) where every program of
+# the split can be resident at once: segments of one chunk, from the split's own up to
+# _COOP_MAX_T steps, the shortest that leaves at most _COOP_PER_SM programs an SM, each
+# thread holding _COOP_ELEMS steps of its segment. Every input is read once and the carries
+# are composed after a single grid barrier, where the two-pass split reads them twice in two
+# launches. Whether the programs fit is checked on the compiled kernel (its registers,
+# warps and shared memory, :func:`_coop_fits`); where they do not, the same tiles run as
+# the two passes.
+_COOP = False
+_COOP_MAX_T = 8192
+_COOP_PER_SM = 2
+_COOP_ELEMS = 16
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
 # H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
@@ -389,6 +401,7 @@ class Plan(NamedTuple):
     lookback: bool = False  # one pass with decoupled look-back instead of two launches
     time_major: bool = False  # tiles for rows-contiguous storage (see _TM_ROWS, plan_time_major)
     stages: int = 1  # software-pipelining depth of the chunk loop (see _TM_STAGES)
+    coop: bool = False  # one cooperative pass with a grid barrier where it fits (see _COOP)
 
     @property
     def chunk_loop(self) -> bool:
@@ -451,12 +464,17 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
     n_chunks = _cdiv(T, block_t)
     segments, seg_len = 1, n_chunks * block_t
+    coop = False
     if programs < target and n_chunks >= _SPLIT_MIN_CHUNKS and R * T >= _SPLIT_MIN_ELEMS:
         per_seg = max(1, min(n_chunks, seg_steps // block_t))
         per_seg = max(per_seg, _cdiv(n_chunks, _MAX_SEGMENTS))
         segments, seg_len = _cdiv(n_chunks, per_seg), per_seg * block_t
         if _LOOKBACK:
             segments, seg_len = n_chunks, block_t
+        elif _COOP:
+            coop_t = _coop_steps(programs, T, block_t, sms)
+            if coop_t:
+                block_t, seg_len, segments, coop = coop_t, coop_t, _cdiv(T, coop_t), True
     elif n_chunks > 1 and block_t > _LOOP_BLOCK_T:
         # a long row walked by one program: smaller chunks keep registers for more programs
         block_t = _LOOP_BLOCK_T
@@ -478,7 +496,26 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         stages = _FWD_LOOP_STAGES if forward else 1
     elif segments > 1:
         num_warps = min(num_warps, split_warps)
-    return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1, stages=stages)
+    if coop:
+        num_warps = max(4, min(16, block_t // (32 * _COOP_ELEMS)))
+    return Plan(block_n, block_t, num_warps, segments, seg_len, _LOOKBACK and segments > 1, stages=stages,
+                coop=coop)
+
+
+def _coop_steps(programs: int, T: int, block_t: int, sms: int) -> int:
+    """The steps of a one-chunk segment for a cooperative split of ``programs`` row blocks
+    of ``T`` steps (0: none): the shortest power of two from ``block_t`` up to
+    ``_COOP_MAX_T`` that gives at least two segments and at most ``_COOP_PER_SM`` programs an
+    SM."""
+    t = block_t
+    while t <= _COOP_MAX_T:
+        segs = _cdiv(T, t)
+        if segs < 2:
+            return 0
+        if programs * segs <= _COOP_PER_SM * sms:
+            return t
+        t *= 2
+    return 0
 
 
 FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
@@ -675,19 +712,26 @@ class Replay:
                         return None
                     template[k] = None
             steps.append(_Step(kernel, grid, template, tuple(slots), kwargs))
-        layout = tuple((b.shape, b.dtype, b.device) for b in scratch)
+        # the grid-barrier counters are the current stream's at each call (None: coop_counters)
+        layout = tuple((None, None, b.device) if _is_counters(b) else (b.shape, b.dtype, b.device) for b in scratch)
         return Replay(tuple(steps), layout, tuple(None if o.dtype == like.dtype else o.dtype for o in outs))
 
     def __call__(self, tensors: tuple) -> tuple[Tensor, ...]:
         like = tensors[0]
         # empty_like without a dtype argument is ~0.3 us cheaper a call (None: like's own)
         outs = tuple([empty_like(like) if d is None else empty_like(like, dtype=d) for d in self.out_dtypes])
-        tmp = tuple([torch.empty(shape, dtype=dt, device=dev) for shape, dt, dev in self.scratch]) \
-            if self.scratch else ()
+        tmp = tuple([coop_counters(dev) if shape is None else torch.empty(shape, dtype=dt, device=dev)
+                     for shape, dt, dev in self.scratch]) if self.scratch else ()
         sources = (tensors, outs, tmp)
         for step in self.steps:
             step(sources)
         return outs
+
+
+def _is_counters(b: Tensor) -> bool:
+    """Whether ``b`` is a cooperative split's barrier counters (:func:`coop_counters`): int32,
+    two elements (the summaries are float)."""
+    return b.dtype == torch.int32 and b.shape == (2,)
 
 
 def _live_hook(hook):
@@ -988,11 +1032,70 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     # its block_n rows count too; with 128 rows the segments stay inside the threads)
     threads = 32 * pl.num_warps
     s_block = max(_next_pow2(pl.segments), _cdiv(threads, pl.block_n) if pl.time_major else threads)
+    if pl.coop:
+        if device.type != "cuda":
+            # the interpreter runs programs one after another: PHASE 5 (no barrier) twice,
+            # the first launch storing every segment's map, the second composing the carries
+            full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
+            spec = (kernel, grid, full, dict(PHASE=5, S_BLOCK=s_block, **common))
+            return [spec, spec], [sum_a, sum_b]
+        state = coop_counters(device)
+        full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, state]
+        kw = dict(PHASE=4, S_BLOCK=s_block, launch_cooperative_grid=True, **common)
+        if _coop_fits(kernel, full, grid, kw, device):
+            return [(kernel, grid, full, kw)], [sum_a, sum_b, state]
     full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
     # PHASE 2 only: PHASE 1 has no use for it
     flip = _SEG_FLIP and not pl.time_major and lanes * T >= _SEG_FLIP_MIN_ELEMS
     return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, SEG_FLIP=flip and phase == 2, **common))
             for phase in (1, 2)], [sum_a, sum_b]
+
+
+# grid-barrier counters of the cooperative split, per (device, stream): the kernel leaves
+# them 0, so launches in order on one stream share them; launches on two streams never do
+_coop_state: dict[tuple[int, int], Tensor] = {}
+
+
+def coop_counters(device: torch.device) -> Tensor:
+    """The two int32 counters (zero) that a cooperative split's grid barrier
+    (``scan.grid_barrier``) uses on the current stream of ``device``. While a CUDA graph is
+    captured, new ones for each call (zeroed in the graph), so a replay of the graph never
+    shares them with launches outside it."""
+    if torch.cuda.is_current_stream_capturing():
+        return torch.zeros(2, dtype=torch.int32, device=device)
+    stream = torch.cuda.current_stream(device)
+    key = (stream.device_index, stream.cuda_stream)
+    state = _coop_state.get(key)
+    if state is None:
+        state = _coop_state[key] = torch.zeros(2, dtype=torch.int32, device=device)
+    return state
+
+
+_coop_fit_cache: dict[tuple, bool] = {}
+
+
+def _coop_fits(kernel, args: list, grid: tuple[int, int], kwargs: dict, device: torch.device) -> bool:
+    """Whether every program of a cooperative launch ``kernel[grid](*args, **kwargs)`` can
+    be resident at once: programs per SM from the compiled kernel's registers, warps and
+    shared memory (as the CUDA occupancy calculator counts them), times the SMs. Compiles
+    the kernel (Triton's warmup, no launch) the first time for each key. Were the count
+    too high, the driver would refuse the cooperative launch (an error, not a hang)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    key = (kernel, index, grid, tuple(sorted(kwargs.items())))
+    fits = _coop_fit_cache.get(key)
+    if fits is None:
+        compiled = kernel.warmup(*args, grid=grid, **kwargs)
+        props = torch.cuda.get_device_properties(index)
+        warps = compiled.metadata.num_warps
+        compiled._init_handles()  # loads the module: n_regs is known from then on
+        warp_regs = _cdiv(max(compiled.n_regs, 1) * 32, 256) * 256  # allocated per warp in 256s
+        per_sm = min(getattr(props, "regs_per_multiprocessor", 65536) // (warp_regs * warps),
+                     getattr(props, "max_threads_per_multi_processor", 2048) // (32 * warps), 32)
+        shared = compiled.metadata.shared
+        if shared:
+            per_sm = min(per_sm, getattr(props, "shared_memory_per_multiprocessor", 233472) // (shared + 1024))
+        fits = _coop_fit_cache[key] = grid[0] * grid[1] <= per_sm * props.multi_processor_count
+    return fits
 
 
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:

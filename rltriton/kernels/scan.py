@@ -804,15 +804,79 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
     return carry
 
 
+# --- single pass: every program resident, one grid barrier ----------------------------
+#
+# PHASE 4 reads every input once too, when all the programs of a split fit on the GPU at
+# once (the launch is cooperative: the driver refuses a grid that cannot be resident, so
+# the barrier cannot deadlock). Each program loads and scans its one-chunk segment from a
+# zero carry, stores the segment's composed map where PHASE 1 would, and waits at a grid
+# barrier; then every map is in memory, and the carry entering the segment is composed
+# from them in one round trip (:func:`segment_carry_in`), with no chain of waits between
+# programs as in the look-back. PHASE 5 is PHASE 4 without the barrier, for the CPU
+# interpreter, which runs programs one after another: the launcher issues it twice, the
+# first launch storing every map, the second composing the carries from them.
+
+
+@triton.jit
+def grid_barrier(state_ptr):
+    """Wait until every program of the grid has arrived here. ``state_ptr``: two int32
+    counters, 0 before the launch and left 0 after it: arrivals, then departures; the last
+    program to leave resets both, so the same counters serve the next launch on the stream.
+
+    The scalar atomics run on one thread of the program (Triton broadcasts their result);
+    the thread barriers around them order the other threads' stores before the arrival
+    (release) and their later loads after the wait (acquire), as a cooperative-groups grid
+    sync does."""
+    n = tl.num_programs(0) * tl.num_programs(1)
+    tl.debug_barrier()
+    seen = tl.atomic_add(state_ptr, 1, sem="acq_rel", scope="gpu") + 1
+    while seen < n:
+        seen = tl.atomic_add(state_ptr, 0, sem="acquire", scope="gpu")
+    tl.debug_barrier()
+    left = tl.atomic_add(state_ptr + 1, 1, sem="acq_rel", scope="gpu") + 1
+    if left == n:  # every program is past the wait: nobody reads the arrivals any more
+        tl.atomic_xchg(state_ptr, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(state_ptr + 1, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def barrier_carry(state_ptr, agg_a_ptr, agg_b_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
+                  PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, CUT: tl.constexpr = False):
+    """PHASE 4 (and 5): store this segment's map (agg_a, agg_b) [BN] at ``row * n_segs +
+    seg``, wait for every program (PHASE 4), and return the carry [BN] entering the segment:
+    the maps of the segments before it in scan order composed and applied to ``init``
+    (``W`` >= n_segs - 1 columns, :func:`segment_carry_in`'s sum of products)."""
+    off = rows * n_segs + seg  # [BN, 1]
+    tl.store(agg_a_ptr + off, agg_a[:, None], mask=row_mask)
+    tl.store(agg_b_ptr + off, agg_b[:, None], mask=row_mask)
+    if PHASE == 4:
+        grid_barrier(state_ptr)
+    return segment_carry_in(agg_a_ptr, agg_b_ptr, n_segs, 1, rows, row_mask, seg, n_segs, init, REVERSE, W, False,
+                            True, CUT)
+
+
+@triton.jit
+def one_pass_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
+                   PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, CUT: tl.constexpr = False):
+    """The carry entering a one-chunk segment of a single-pass split: by look-back (PHASE 3,
+    :func:`lookback_carry`) or after a grid barrier (PHASE 4 and 5, :func:`barrier_carry`)."""
+    if PHASE == 3:
+        return lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b,
+                              init, REVERSE, W, CUT)
+    else:
+        return barrier_carry(state_ptr, agg_a_ptr, agg_b_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
+                             PHASE, REVERSE, W, CUT)
+
+
 @triton.jit
 def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                         REVERSE: tl.constexpr, W: tl.constexpr, CUT: tl.constexpr = False):
-    """PHASE 3 for a group-form tile scanned in two levels (:func:`group_scan`): the tile's
-    composed map (:func:`group_map`) published and the carry entering it found by
-    :func:`lookback_carry` (``init``: the value entering the first segment in scan order)."""
+                         PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, CUT: tl.constexpr = False):
+    """PHASE 3 to 5 for a group-form tile scanned in two levels (:func:`group_scan`): the
+    tile's composed map (:func:`group_map`) published and the carry entering it found by
+    :func:`one_pass_carry` (``init``: the value entering the first segment in scan order)."""
     agg_a, agg_b = group_map(alpha, beta, CUT)
-    return lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
-                          REVERSE, W, CUT)
+    return one_pass_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs, agg_a, agg_b, init,
+                          PHASE, REVERSE, W, CUT)
 
 
 @triton.jit
@@ -832,14 +896,14 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR, PROD, CUT)
-    if PHASE == 3 and len(alpha.shape) == 3:
+    if PHASE >= 3 and len(alpha.shape) == 3:
         c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
-                                 n_segs, REVERSE, W, CUT)
+                                 n_segs, PHASE, REVERSE, W, CUT)
         return scan_tile(alpha, beta, c, False, CUT)
-    elif PHASE == 3:
+    elif PHASE >= 3:
         a, b = scan_maps(alpha, beta, REV, CUT)
-        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_column(a, REV), last_column(b, REV), carry, REVERSE, W, CUT)
+        c = one_pass_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                           last_column(a, REV), last_column(b, REV), carry, PHASE, REVERSE, W, CUT)
         out = a + times(b, c[:, None], CUT)
         return out, last_column(out, REV)
     else:
@@ -857,17 +921,17 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
                                      TIME_MAJOR, PROD)
-    if PHASE == 3 and len(alpha.shape) == 3:
+    if PHASE >= 3 and len(alpha.shape) == 3:
         c = group_lookback_carry(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg,
-                                 n_segs, REVERSE, W)
+                                 n_segs, PHASE, REVERSE, W)
         return scan_tile_lagged(alpha, beta, c)
-    elif PHASE == 3:
+    elif PHASE >= 3:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
         zero = tl.zeros(alpha.shape, alpha.dtype)
         p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged,
                                          reverse=REV)
-        c = lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
-                           last_column(x, REV), last_column(p, REV), carry, REVERSE, W)
+        c = one_pass_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
+                           last_column(x, REV), last_column(p, REV), carry, PHASE, REVERSE, W)
         out = x + p * c[:, None]
         return out, y + q * c[:, None], last_column(out, REV)
     else:
