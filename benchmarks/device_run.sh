@@ -15,7 +15,7 @@
 #   (segflip, ~6 min: launch._SEG_FLIP's GPU tests and A/B; flatseg, ~5 min: launch._FLAT_SEGMENTED's)
 #   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
 #   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min;
-#   coop, ~6 min)
+#   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -23,7 +23,7 @@
 #   (gscan, ~2 min: the GPU tests of launch._GROUP_SCAN forced everywhere, then an A/B of the
 #   default against chunks in time order throughout, i.e. _GROUP_SCAN off; Triton < 3.7)
 #   (tests ~8 min with a cold kernel cache, more than one call may need TESTS_K slices; probe ~1.5, bench ~3.5, each sweep ~4: at most
-#   ~9 min per call; bench-rest: the estimators bench's 3 minutes leave out, ~3.5; massive:
+#   ~9 min per call; bench-rest: the estimators bench's 3 minutes leave out, ~3.5; fewrows: few rows of 8192-131072 steps, ~3.5; massive:
 #   the massively parallel grid for four estimators against rl-triton, ~4)
 #
 # The GPU machine's copy of the tree may carry a stale .git: give the harness the commit sent,
@@ -75,6 +75,8 @@ for stage in $stages; do
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
     bench) timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \
              | tail -40 ;;
+    fewrows) timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid fewrows --max-minutes 3 --no-plots --tag fewrows \
+             --out "$OUT" 2>&1 | tail -40 ;;
     bench-rest) timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid quick --time-major --max-minutes 3 --no-plots --tag rest \
              --estimators retrace_av,traces,prefix_sum --out "$OUT" 2>&1 | tail -30 ;;
     massive) timeout 230 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --max-minutes 3.3 --no-plots --tag massive \
@@ -191,14 +193,36 @@ for stage in $stages; do
         16384x512,512x4096,32768x64,16x262144,1x1048576,4096x128,4x262144 ;;
     coop)
       # the cooperative single pass of split rows (launch._COOP, session 14): its GPU tests, then
-      # an A/B of the two passes -> one cooperative pass, 16 and 8 steps a thread
+      # an A/B of the two passes -> one cooperative pass (16 steps a thread; 8 was slower
+      # everywhere) -> its barrier polled by loads
       gpu_tests 240 "coop" coop_tests.log
-      versions coop split coop16 coop8
-      sed -i 's/^_COOP = False/_COOP = True/' _ab/coop/coop16/$L _ab/coop/coop8/$L
-      sed -i 's/^_COOP_ELEMS = 16/_COOP_ELEMS = 8/' _ab/coop/coop8/$L
-      timeout 300 python3 benchmarks/ab.py _ab/coop/split _ab/coop/coop16 _ab/coop/coop8 \
+      versions coop split coop16 coopld
+      sed -i 's/^_COOP = False/_COOP = True/' _ab/coop/coop16/$L _ab/coop/coopld/$L
+      sed -i 's/^BARRIER_POLL_LOAD = tl.constexpr(False)/BARRIER_POLL_LOAD = tl.constexpr(True)/' \
+        _ab/coop/coopld/rltriton/kernels/scan.py
+      timeout 300 python3 benchmarks/ab.py _ab/coop/split _ab/coop/coop16 _ab/coop/coopld \
         --est gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces \
-        --shapes 1x1048576,16x65536,4x262144,1x131072,1x262144,2x524288 2>&1 | tee "$OUT/ab_coop.txt" ;;
+        --shapes 1x1048576,16x65536,4x262144,1x262144 2>&1 | tee "$OUT/ab_coop.txt" ;;
+    splitmin)
+      # few rows of 16384-131072 steps under launch._SPLIT_MIN_ELEMS: one program walks each row
+      # (1 x 131072 GAE: 150 us in session 14's coop A/B). The threshold -> none -> none + coop
+      versions splitmin default none coop
+      sed -i 's/^_SPLIT_MIN_ELEMS = 1 << 18/_SPLIT_MIN_ELEMS = 0/' _ab/splitmin/none/$L _ab/splitmin/coop/$L
+      sed -i 's/^_COOP = False/_COOP = True/' _ab/splitmin/coop/$L
+      timeout 300 python3 benchmarks/ab.py _ab/splitmin/default _ab/splitmin/none _ab/splitmin/coop \
+        --est gae,vtrace,retrace_av,traces \
+        --shapes 1x16384,1x32768,1x65536,1x131072,2x65536,4x32768,8x16384,12x16384,16x8192,1x8192 2>&1 \
+        | tee "$OUT/ab_splitmin.txt" ;;
+    splitchunks)
+      # with no element threshold: rows of 2-7 chunks split too? _SPLIT_MIN_CHUNKS 8 -> 4 -> 2
+      versions splitchunks c8 c4 c2
+      sed -i 's/^_SPLIT_MIN_ELEMS = 1 << 18/_SPLIT_MIN_ELEMS = 0/' _ab/splitchunks/*/$L
+      sed -i 's/^_SPLIT_MIN_CHUNKS = 8/_SPLIT_MIN_CHUNKS = 4/' _ab/splitchunks/c4/$L
+      sed -i 's/^_SPLIT_MIN_CHUNKS = 8/_SPLIT_MIN_CHUNKS = 2/' _ab/splitchunks/c2/$L
+      timeout 300 python3 benchmarks/ab.py _ab/splitchunks/c8 _ab/splitchunks/c4 _ab/splitchunks/c2 \
+        --est gae,vtrace,td_lambda,traces \
+        --shapes 1x4096,1x8192,16x8192,64x4096,128x4096,32x8192,128x8192,256x4096,200x6000,1x3000 2>&1 \
+        | tee "$OUT/ab_splitchunks.txt" ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \

@@ -43,6 +43,9 @@ GRIDS: dict[str, list[tuple[int, int]]] = {
     "massive": [(n, t) for n in (4096, 8192, 16384, 32768) for t in (8, 16, 32, 64, 128)],
     "long": [(64, 65536), (16, 131072), (16, 262144), (1, 1048576), (1, 4194304)],
     "quick": [(4096, 128), (16384, 512), (512, 4096), (32768, 8), (32768, 64), (16, 262144), (1, 1048576)],
+    # rows too few to fill the GPU, of 8192-131072 steps (one environment's long rollout):
+    # outside BENCHMARKS.md's grid, split in time since session 14
+    "fewrows": [(1, 8192), (1, 32768), (1, 131072), (8, 16384), (32, 8192), (128, 8192)],
 }
 SMOKE_SHAPES = [("classic", (4, 16)), ("massive", (16, 8)), ("long", (2, 300))]
 LONG_GOAL_SHAPES = {(16, 262144), (1, 1048576)}
@@ -64,7 +67,7 @@ def category(shape: tuple[int, int]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--grid", default="quick", help="comma list of classic,massive,long,quick (default quick)")
+    p.add_argument("--grid", default="quick", help="comma list of classic,massive,long,quick,fewrows (default quick)")
     p.add_argument("--shapes", default="", help="these shapes instead of the grid's, e.g. 4096x128,16x262144")
     p.add_argument("--estimators", default="all",
                    help="comma list of gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces,prefix_sum "

@@ -47,6 +47,7 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False, co
     monkeypatch.setattr(launch, "_MAX_BLOCK_T", 16)
     monkeypatch.setattr(launch, "_TILE", 64)
     monkeypatch.setattr(launch, "_SPLIT_MIN_ELEMS", 0 if split else 1 << 62)
+    monkeypatch.setattr(launch, "_TM_SPLIT_MIN_ELEMS", 0 if split else 1 << 62)
     monkeypatch.setattr(launch, "_MAX_SEGMENTS", 3)
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)

@@ -179,7 +179,7 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
             == [(True, 32, 16, 1, 1)]
         used.clear()
         monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 2)
-        monkeypatch.setattr(poisoned, "_SPLIT_MIN_ELEMS", 0)
+        monkeypatch.setattr(poisoned, "_TM_SPLIT_MIN_ELEMS", 0)
         monkeypatch.setattr(poisoned, "_TM_MAX_SEGMENTS", 3)
         poisoned.clear_caches()
         check(make_case(name, (130, 200), time_major=True, seed=47), "triton")

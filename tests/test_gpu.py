@@ -288,7 +288,7 @@ def test_lookback_split(shape, name, monkeypatch):
         launch.clear_caches()
 
 
-COOP_SHAPES = [(1, 1048576), (16, 65536), (3, 100003), (1, 131072)]
+COOP_SHAPES = [(1, 1048576), (16, 65536), (3, 100003), (1, 262144)]
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -311,7 +311,7 @@ def test_coop_split(shape, name, monkeypatch):
             _compare(case, ref, f"{name} {shape} coop")
         torch.cuda.synchronize()
         assert phases and set(phases) <= {1, 4}
-        if name in ("gae", "td_lambda", "discounted_returns") or shape[0] * shape[1] <= 131072:
+        if name in ("gae", "td_lambda", "discounted_returns") or shape[0] * shape[1] <= 262144:
             assert phases[0] == 4, f"{name} {shape}: the cooperative launch did not fit"
         for state in launch._coop_state.values():
             assert state.tolist() == [0, 0]

@@ -40,9 +40,20 @@ _SHORT_TILE = 256  # elements of a short-row tile
 # 11.1 -> 14.9 -> 20.6, the action form 32768 x 32 18.4 -> 27.6 -> 28.8): kept at 4 a thread.
 _SHORT_WARP_ELEMS = 128
 _SEG_STEPS = 2048  # steps of a time segment when rows are split: one chunk
-_SPLIT_MIN_CHUNKS = 8  # rows of fewer chunks are never split
+# Rows too few to fill the GPU are split in time from _SPLIT_MIN_CHUNKS chunks, or from
+# _SPLIT_FEW_CHUNKS with fewer row programs than SMs. Until session 14 calls under
+# _SPLIT_MIN_ELEMS = 1 << 18 elements were never split, and rows of fewer than 8 chunks
+# never: one program then walked each row, a chain of dependent chunks (H200, Triton 3.6,
+# benchmarks/ab.py, `device_run.sh splitmin` and `splitchunks`, 2026-12-01-h200-s14 notes;
+# device us, walked -> split): GAE 1 x 131072 150.4 -> 5.2, 1 x 16384 19.7 -> 4.8, 8 x 16384
+# 20.2 -> 5.3, 1 x 8192 10.7 -> 4.7, 32 x 8192 11.0 -> 5.8, 128 x 8192 11.7 -> 9.8; V-trace
+# 1 x 65536 102 -> 5.0, 128 x 4096 8.3 -> 7.4; the action form 1 x 131072 244 -> 7.2. Rows of
+# 4-7 chunks on at least an SM's worth of programs keep one pass (V-trace 256 x 4096 9.5
+# against 10.8 split), as do rows of 2-3 chunks (GAE 256 x 4096 7.6 against 10.0).
+_SPLIT_MIN_CHUNKS = 8
+_SPLIT_FEW_CHUNKS = 4
 _PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
-_SPLIT_MIN_ELEMS = 1 << 18  # below this a single pass wins over a second launch
+_SPLIT_MIN_ELEMS = 0  # no size threshold (see above); the tests raise it to keep one pass
 _MAX_SEGMENTS = 1024
 # Long rows (T > 2048) per estimator, as (warps of a program that walks its row in 1024-step
 # chunks, steps of a segment of the time split, warps of a segment's program): a split
@@ -161,6 +172,7 @@ _TM_WARPS = 1
 _TM_MIN_ROWS = 64
 _TM_MIN_STEPS = 32
 _TM_SPLIT_BELOW = 2
+_TM_SPLIT_MIN_ELEMS = 1 << 18  # below this, too few row blocks take the generic tiles instead
 _TM_PROGRAMS_PER_SM = 8
 _TM_CHUNKS_PER_SEGMENT = 16
 _TM_MAX_SEGMENTS = 64
@@ -465,7 +477,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     n_chunks = _cdiv(T, block_t)
     segments, seg_len = 1, n_chunks * block_t
     coop = False
-    if programs < target and n_chunks >= _SPLIT_MIN_CHUNKS and R * T >= _SPLIT_MIN_ELEMS:
+    chunks_to_split = _SPLIT_MIN_CHUNKS if programs >= sms else min(_SPLIT_MIN_CHUNKS, _SPLIT_FEW_CHUNKS)
+    if programs < target and n_chunks >= chunks_to_split and R * T >= _SPLIT_MIN_ELEMS:
         per_seg = max(1, min(n_chunks, seg_steps // block_t))
         per_seg = max(per_seg, _cdiv(n_chunks, _MAX_SEGMENTS))
         segments, seg_len = _cdiv(n_chunks, per_seg), per_seg * block_t
@@ -562,7 +575,7 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     n_chunks = _cdiv(T, block_t)
     segments = 1
     if row_blocks < _TM_SPLIT_BELOW * sms:
-        if R * T < _SPLIT_MIN_ELEMS or n_chunks < 2:
+        if R * T < _TM_SPLIT_MIN_ELEMS or n_chunks < 2:
             # too few row blocks and nothing to split: the generic tiles give more programs
             # (several rows each, short rows: their accesses along rows are already wide)
             return None

@@ -817,6 +817,17 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
 # first launch storing every map, the second composing the carries from them.
 
 
+# Poll the arrivals with plain acquire loads (inline PTX) instead of atomic adds of 0: a
+# load does not queue behind the other programs' atomics at the counter's L2 slice.
+BARRIER_POLL_LOAD = tl.constexpr(False)
+
+
+@triton.jit
+def _load_acquire(ptr):
+    return tl.inline_asm_elementwise("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32,
+                                     is_pure=False, pack=1)
+
+
 @triton.jit
 def grid_barrier(state_ptr):
     """Wait until every program of the grid has arrived here. ``state_ptr``: two int32
@@ -831,7 +842,10 @@ def grid_barrier(state_ptr):
     tl.debug_barrier()
     seen = tl.atomic_add(state_ptr, 1, sem="acq_rel", scope="gpu") + 1
     while seen < n:
-        seen = tl.atomic_add(state_ptr, 0, sem="acquire", scope="gpu")
+        if BARRIER_POLL_LOAD:
+            seen = _load_acquire(state_ptr)
+        else:
+            seen = tl.atomic_add(state_ptr, 0, sem="acquire", scope="gpu")
     tl.debug_barrier()
     left = tl.atomic_add(state_ptr + 1, 1, sem="acq_rel", scope="gpu") + 1
     if left == n:  # every program is past the wait: nobody reads the arrivals any more
