@@ -26,8 +26,8 @@ from tests.rollouts import (
 FEATURED = ("traces", "prefix_sum")
 
 
-@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback", "triton-coop",
-                        "triton-time-order", "triton-group-scan"])
+@pytest.fixture(params=["torch", "triton-split", "triton-single", "triton-lookback", "triton-time-order",
+                        "triton-group-scan"])
 def backend(request, monkeypatch):
     """The torch backend, or the Triton kernels with small tiles: one pass per row, the
     two-phase time split, or the single-pass look-back split, all with the backward
@@ -41,8 +41,7 @@ def backend(request, monkeypatch):
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1 (GPU runs: tests/test_gpu.py)")
     launch = request.getfixturevalue("poisoned")
     mode = request.param
-    use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback",
-                    coop=mode == "triton-coop")
+    use_small_tiles(monkeypatch, launch, split=mode != "triton-single", lookback=mode == "triton-lookback")
     monkeypatch.setattr(launch, "_GROUP_TILES", mode not in ("triton-time-order", "triton-group-scan"))
     monkeypatch.setattr(launch, "_GROUP_SCAN", mode == "triton-group-scan")
     monkeypatch.setattr(launch, "_GROUP_SCAN_MIN_T", 4)  # the small tiles take it too
@@ -81,6 +80,27 @@ def test_time_major(name, T, backend):
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_per_step_gamma_lam(name, backend):
     check(make_case(name, (5, 40), per_step=True, seed=11), backend)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_coop_split(name, monkeypatch, poisoned):
+    """The cooperative split (launch._COOP, scan.barrier_carry) through the interpreter, which
+    runs programs one after another and so takes it as PHASE 5 launched twice (the barrier
+    itself runs on a GPU only: tests/test_gpu.py::test_coop_split): every boundary form, one
+    row and several row programs, short last segments, per-step coefficients with
+    truncations."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True, coop=True)
+    used = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.coop, kw["PHASE"]))
+    poisoned.clear_caches()
+    try:
+        for k, (shape, bootstrap) in enumerate(zip([(1, 63), (5, 40), (3, 50), (2, 33)], BOOTSTRAP_FORMS)):
+            check(make_case(name, shape, bootstrap=bootstrap, per_step=k == 3, flags="truncated" if k == 3 else "both",
+                            seed=17 + k), "triton")
+    finally:
+        poisoned.clear_caches()
+    assert used and all(u == (True, 5) for u in used), used
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -378,9 +398,10 @@ def test_time_major_few_rows(name, monkeypatch, poisoned):
 def test_long_row_plans_by_estimator(name, monkeypatch, poisoned):
     """Rows of more than 2048 steps take the estimator's settings (launch._LONG_ROWS): V-trace
     walks 1024-step chunks on 4 warps, and V-trace and Retrace split rows into one-chunk
-    segments of 1024 steps (on 4 and 8 warps); the others keep 8 warps and 2048-step segments.
-    Shorter rows are planned the same for every estimator. The launcher passes the settings
-    by estimator (both Retrace forms)."""
+    segments of 1024 steps (on 4 and 8 warps); the others split rows of more than
+    launch._SHORT_SPLIT_MAX_T steps into 2048-step segments on 8 warps, and shorter rows into
+    1024-step segments on 4 (launch._SHORT_SPLIT). Shorter rows are planned the same for every
+    estimator. The launcher passes the settings by estimator (both Retrace forms)."""
     launch = poisoned
     default, vtrace, retrace = launch._LONG_ROWS_DEFAULT, launch._LONG_ROWS["vtrace"], launch._LONG_ROWS["retrace"]
 
@@ -391,7 +412,8 @@ def test_long_row_plans_by_estimator(name, monkeypatch, poisoned):
     assert got((512, 4096), default) == (1024, 8, 1, 4096)  # a loop over 4 chunks
     assert got((512, 4096), vtrace) == (1024, 4, 1, 4096)
     assert got((512, 4096), retrace) == (1024, 8, 1, 4096)
-    assert got((16, 262144), default) == (2048, 8, 128, 2048)  # the split
+    assert got((16, 262144), default) == (1024, 4, 256, 1024)  # the split
+    assert got((1, 1048576), default) == (2048, 8, 512, 2048)  # a million steps: 2048-step segments
     assert got((16, 262144), vtrace) == (1024, 4, 256, 1024)
     assert got((16, 262144), retrace) == (1024, 8, 256, 1024)
     assert got((1, 1048576), retrace) == (1024, 8, 1024, 1024)
@@ -411,6 +433,30 @@ def test_long_row_plans_by_estimator(name, monkeypatch, poisoned):
     poisoned.clear_caches()
     check(make_case(name, (3, 9), bootstrap="last_value", flags="both", seed=5), "triton")
     assert asked == [{"vtrace": vtrace, "gae": default, "retrace_av": retrace}[name]], asked
+
+
+def test_few_rows_split_plan():
+    """Rows too few to fill the GPU split in time at any size (launch._SPLIT_MIN_ELEMS = 0):
+    from _SPLIT_MIN_CHUNKS chunks, or from _SPLIT_FEW_CHUNKS where the row programs are fewer
+    than the SMs; with as many programs as SMs, rows of fewer chunks keep one pass (walked in
+    chunks), as do rows of fewer than _SPLIT_FEW_CHUNKS chunks."""
+    from rltriton.kernels import launch
+
+    vtrace = launch._LONG_ROWS["vtrace"]
+
+    def got(shape, long_rows=launch._LONG_ROWS_DEFAULT):
+        pl = launch.plan(*shape, 132, long_rows)
+        return pl.block_t, pl.segments, pl.seg_len
+
+    assert got((1, 131072)) == (1024, 128, 1024)  # was one program walking 64 chunks
+    assert got((8, 16384)) == (1024, 16, 1024)
+    assert got((1, 8192)) == (1024, 8, 1024)
+    assert got((128, 4096)) == (1024, 4, 1024)  # 4 chunks, fewer programs than SMs
+    assert got((1, 3000)) == (1024, 1, 3072)  # 3 chunks: one pass
+    assert got((256, 4096)) == (1024, 1, 4096)  # 4 chunks on as many programs as SMs: the loop
+    assert got((256, 4096), vtrace) == (1024, 1, 4096)
+    assert got((64, 16384), vtrace) == (1024, 16, 1024)  # 16 chunks: split
+    assert got((132, 4096)) == (1024, 1, 4096)
 
 
 def test_forward_tiles_plan():

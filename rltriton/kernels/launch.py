@@ -55,6 +55,15 @@ _SPLIT_FEW_CHUNKS = 4
 _PROGRAMS_PER_SM = 2  # programs wanted per multiprocessor before rows are split in time
 _SPLIT_MIN_ELEMS = 0  # no size threshold (see above); the tests raise it to keep one pass
 _MAX_SEGMENTS = 1024
+# Rows of at most _SHORT_SPLIT_MAX_T steps split (and count chunks) in segments of
+# _SHORT_SPLIT = (steps, warps) where the estimator's own segments are longer: H200, Triton
+# 3.6 (benchmarks/ab.py, 2026-12-01-h200-s14 notes), 2048-step segments on 8 warps -> 1024 on
+# 4, device us: GAE 16 x 262144 35.3 -> 31.6, 128 x 8192 9.9 -> 9.0, 32 x 8192 5.9 -> 5.5,
+# 1 x 8192 4.8 -> 4.3; TD(lambda) 35.0 -> 33.2, 10.7 -> 9.6; traces 21.6 -> 20.5, 7.8 -> 7.0;
+# but GAE 1 x 1048576 10.3 -> 11.2 (TD(lambda) 11.3 -> 12.2, traces 8.1 -> 8.9): a million
+# steps in one row keep 2048 (1024 segments a row make PHASE 2's carry-in 1024 wide).
+_SHORT_SPLIT = (1024, 4)
+_SHORT_SPLIT_MAX_T = 262144
 # Long rows (T > 2048) per estimator, as (warps of a program that walks its row in 1024-step
 # chunks, steps of a segment of the time split, warps of a segment's program): a split
 # segment is one chunk. H200, Triton 3.6 (benchmarks/ab.py, 2026-11-30-h200-s7 notes):
@@ -471,6 +480,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
     loop_warps, split_steps, split_warps = long_rows
+    if T <= _SHORT_SPLIT_MAX_T and split_steps > _SHORT_SPLIT[0]:
+        split_steps, split_warps = _SHORT_SPLIT
     seg_steps = min(_SEG_STEPS, split_steps)
     if programs < target and p2 > _MAX_BLOCK_T:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
