@@ -454,8 +454,11 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     which gives thousands of small programs; rows up to 2048 steps take one row per
     program in a single chunk (``ONE_CHUNK``: no carry hand-over), 4 warps per 512 steps;
     longer rows walk 1024-step chunks. Rows too few to fill the GPU (fewer than
-    ``_PROGRAMS_PER_SM`` per SM) with many chunks are cut into one-chunk segments of 2048
-    steps run in parallel (two launches: summaries, then carry-in and outputs).
+    ``_PROGRAMS_PER_SM`` per SM) of ``_SPLIT_MIN_CHUNKS`` chunks or more (``_SPLIT_FEW_CHUNKS``
+    when the row programs are fewer than the SMs) are cut into one-chunk segments of 2048
+    steps (``_SHORT_SPLIT``'s 1024 for rows of at most ``_SHORT_SPLIT_MAX_T`` steps) run in
+    parallel (two launches: summaries, then carry-in and outputs; one cooperative launch
+    with ``_COOP``).
     ``long_rows`` (the estimator's entry of ``_LONG_ROWS``) changes the last two for rows of
     more than 2048 steps: the warps of a program that walks its row in chunks, and the steps
     (at most ``_SEG_STEPS``) and warps of a split segment. ``forward``: the forward kernel's
