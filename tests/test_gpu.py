@@ -230,7 +230,13 @@ def test_gae_float64_on_gpu():
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_cuda_graph_capture(name):
     """Calls can be captured in a CUDA graph: replaying on new data gives the new results."""
-    case = on_gpu(make_case(name, (300, 64), seed=5))
+    _check_graph_replay(on_gpu(make_case(name, (300, 64), seed=5)), make_case(name, (300, 64), seed=6))
+
+
+def _check_graph_replay(case: Case, fresh: Case, replays: int = 1) -> None:
+    """Capture ``case`` (on the GPU) in a CUDA graph after a warm-up call on a side stream,
+    copy ``fresh``'s first input (the rewards, or x) into the captured input, replay the graph
+    ``replays`` times and compare with an eager call on the new data, exactly."""
     fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
     static_in = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     s = torch.cuda.Stream()
@@ -242,9 +248,9 @@ def test_cuda_graph_capture(name):
     with torch.cuda.graph(g):
         out = fn(*static_in, **kw)
     out = tuple(out) if isinstance(out, tuple) else (out,)
-    fresh = make_case(name, (300, 64), seed=6)
-    static_in[0].copy_(fresh.args[0].cuda())  # new rewards (or x)
-    g.replay()
+    static_in[0].copy_(fresh.args[0].cuda())
+    for _ in range(replays):
+        g.replay()
     torch.cuda.synchronize()
     want = Case(case.name, tuple(static_in), case.kwargs, case.T)(backend="triton")
     for o, w in zip(out, want):
@@ -333,25 +339,7 @@ def test_coop_split_time_major_and_graph(name, monkeypatch):
         case = on_gpu(make_case(name, shape, seed=15))
         ref = as_f64(case)(backend="torch")
         _compare_time_major(make_case(name, shape, seed=15), tuple(r.cpu() for r in ref), f"{name} {shape} coop tm")
-        fn, args, kw = case.fn(), case.args, {**case.kwargs, "backend": "triton"}
-        static_in = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fn(*static_in, **kw)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = fn(*static_in, **kw)
-        out = tuple(out) if isinstance(out, tuple) else (out,)
-        fresh = make_case(name, shape, seed=16)
-        static_in[0].copy_(fresh.args[0].cuda())
-        for _ in range(2):
-            g.replay()
-        torch.cuda.synchronize()
-        want = Case(case.name, tuple(static_in), case.kwargs, case.T)(backend="triton")
-        for o, w in zip(out, want):
-            torch.testing.assert_close(o, w, rtol=0, atol=0)
+        _check_graph_replay(case, make_case(name, shape, seed=16), replays=2)
     finally:
         launch.clear_caches()
 
