@@ -1059,19 +1059,18 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     # its block_n rows count too; with 128 rows the segments stay inside the threads)
     threads = 32 * pl.num_warps
     s_block = max(_next_pow2(pl.segments), _cdiv(threads, pl.block_n) if pl.time_major else threads)
+    full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
     if pl.coop:
         if device.type != "cuda":
             # the interpreter runs programs one after another: PHASE 5 (no barrier) twice,
             # the first launch storing every segment's map, the second composing the carries
-            full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
             spec = (kernel, grid, full, dict(PHASE=5, S_BLOCK=s_block, **common))
             return [spec, spec], [sum_a, sum_b]
         state = coop_counters(device)
-        full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, state]
+        coop = [*full[:-1], state]  # the barrier's counters in the state slot
         kw = dict(PHASE=4, S_BLOCK=s_block, launch_cooperative_grid=True, **common)
-        if _coop_fits(kernel, full, grid, kw, device):
-            return [(kernel, grid, full, kw)], [sum_a, sum_b, state]
-    full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
+        if _coop_fits(kernel, coop, grid, kw, device):
+            return [(kernel, grid, coop, kw)], [sum_a, sum_b, state]
     # PHASE 2 only: PHASE 1 has no use for it
     flip = _SEG_FLIP and not pl.time_major and lanes * T >= _SEG_FLIP_MIN_ELEMS
     return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, SEG_FLIP=flip and phase == 2, **common))
