@@ -105,6 +105,23 @@ _FWD_WARP_ELEMS = 256
 _FWD_LOOP_WARPS = 4
 _FWD_LOOP_STAGES = 3
 _FWD_ONE_CHUNK_WARPS = 8
+# The forward kernel on _FWD_WALK_MIN_PROGRAMS or more row programs, but fewer than
+# _PROGRAMS_PER_SM an SM, of at most _FWD_WALK_MAX_T steps: each row walked by one program in
+# _FWD_LOOP_BLOCK_T-step chunks on _FWD_WALK_WARPS warps (pipelined _FWD_LOOP_STAGES deep),
+# not split in time. Its scan is light enough that a second pass over the row costs more than
+# the walk once about an SM's worth of rows run side by side. Found by benchmarks/sweep.py
+# traces / prefix_sum, then timed (benchmarks/ab.py, 2026-12-01-h200-s15 notes), H200,
+# Triton 3.6, device us, eligibility traces (prefix sums equal to 0.1-0.3), split or 1024-step
+# chunks on 4 warps -> walked in 2048-step chunks on 8:
+#   128 x 4096   5.2 -> 3.5     256 x 4096   5.0 -> 4.5     96 x 8192   6.0 -> 5.6
+#   128 x 8192   7.0 -> 5.8     256 x 8192  10.8 -> 7.0    128 x 16384 10.8 -> 10.0
+#   64 x 8192    5.2 -> 5.3 (kept split), 100 x 3000 5.7 -> 5.8;
+# with an SM's two programs or more the 1024-step chunks on 4 warps stay (512 x 4096
+# 6.3 -> 7.4, 1024 x 4096 9.9 -> 12.9, 2048 x 4096 24.0 -> 31.7 walked in 2048-step chunks).
+_FWD_LOOP_BLOCK_T = 2048
+_FWD_WALK_WARPS = 8
+_FWD_WALK_MIN_PROGRAMS = 96
+_FWD_WALK_MAX_T = 16384
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
 # (`bash benchmarks/device_run.sh lookback`, 2026-11-30-h200-s10 notes), two passes ->
@@ -462,7 +479,9 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     ``long_rows`` (the estimator's entry of ``_LONG_ROWS``) changes the last two for rows of
     more than 2048 steps: the warps of a program that walks its row in chunks, and the steps
     (at most ``_SEG_STEPS``) and warps of a split segment. ``forward``: the forward kernel's
-    tiles (``_FWD_SHORT_TILE`` and the settings beside it): more elements a thread.
+    tiles (``_FWD_SHORT_TILE`` and the settings beside it): more elements a thread, and rows
+    that a split would cut walked instead on ``_FWD_WALK_MIN_PROGRAMS`` programs or more
+    (``_FWD_WALK_MAX_T`` steps at most), in ``_FWD_LOOP_BLOCK_T``-step chunks.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -486,13 +505,15 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     if T <= _SHORT_SPLIT_MAX_T and split_steps > _SHORT_SPLIT[0]:
         split_steps, split_warps = _SHORT_SPLIT
     seg_steps = min(_SEG_STEPS, split_steps)
-    if programs < target and p2 > _MAX_BLOCK_T:
+    walk = forward and _FWD_WALK_MIN_PROGRAMS <= programs < target and T <= _FWD_WALK_MAX_T
+    loop_block_t = _FWD_LOOP_BLOCK_T if walk else _LOOP_BLOCK_T
+    if programs < target and p2 > _MAX_BLOCK_T and not walk:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
     n_chunks = _cdiv(T, block_t)
     segments, seg_len = 1, n_chunks * block_t
     coop = False
     chunks_to_split = _SPLIT_MIN_CHUNKS if programs >= sms else min(_SPLIT_MIN_CHUNKS, _SPLIT_FEW_CHUNKS)
-    if programs < target and n_chunks >= chunks_to_split and R * T >= _SPLIT_MIN_ELEMS:
+    if programs < target and n_chunks >= chunks_to_split and R * T >= _SPLIT_MIN_ELEMS and not walk:
         per_seg = max(1, min(n_chunks, seg_steps // block_t))
         per_seg = max(per_seg, _cdiv(n_chunks, _MAX_SEGMENTS))
         segments, seg_len = _cdiv(n_chunks, per_seg), per_seg * block_t
@@ -502,9 +523,9 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
             coop_t = _coop_steps(programs, T, block_t, sms)
             if coop_t:
                 block_t, seg_len, segments, coop = coop_t, coop_t, _cdiv(T, coop_t), True
-    elif n_chunks > 1 and block_t > _LOOP_BLOCK_T:
+    elif n_chunks > 1 and block_t > loop_block_t:
         # a long row walked by one program: smaller chunks keep registers for more programs
-        block_t = _LOOP_BLOCK_T
+        block_t = loop_block_t
         seg_len = _cdiv(T, block_t) * block_t
     # Triton's scan lowering needs at least one element per thread (no replicated layouts):
     # pad tiny tiles with masked rows up to a warp.
@@ -514,7 +535,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     cap = 16 if segments == 1 and elems >= 2048 and seg_len <= block_t else 8
     if forward:
         cap = min(cap, _FWD_ONE_CHUNK_WARPS)
-        loop_warps = min(loop_warps, _FWD_LOOP_WARPS)
+        loop_warps = min(loop_warps, _FWD_WALK_WARPS if walk else _FWD_LOOP_WARPS)
     per_warp = _FWD_WARP_ELEMS if fwd_short else (_SHORT_WARP_ELEMS if p2 <= _SHORT_T else 128)
     num_warps = max(1, min(cap, elems // per_warp))
     stages = 1
