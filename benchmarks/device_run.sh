@@ -15,7 +15,7 @@
 #   (segflip, ~6 min: launch._SEG_FLIP's GPU tests and A/B; flatseg, ~5 min: launch._FLAT_SEGMENTED's)
 #   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
 #   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min;
-#   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min)
+#   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min; sweep-big, ~3 min)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -144,6 +144,13 @@ for stage in $stages; do
       { $P gae 16x262144,1x1048576,1x4194304,512x4096; $P gae 16x262144,1x1048576,1x4194304 _LOOKBACK=True
         $P td_lambda 16x262144,1x1048576,32768x8,32768x64,4096x128; $P traces 16x262144,1x1048576; } 2>&1 \
         | tee "$OUT/profile.log" | grep -v "^ *$" | head -120 ;;
+    sweep-big)
+      # chunks of 4096-8192 steps (a whole row in one chunk, beyond launch._MAX_BLOCK_T) for
+      # few rows of 4096-8192 steps: traces 128 x 8192 was 5.8 us against rl-triton's 5.4
+      for e in traces gae; do
+        SWEEP_BIG=1 SWEEP_VERBOSE=1 timeout 150 python3 benchmarks/sweep.py $e 128x8192,256x8192,128x4096,32x8192 2>&1 \
+          | tee "$OUT/sweep_big_$e.log" | grep -v "^ *skip" | sort -t')' -k2 -n | head -12
+      done ;;
     sweep-tm-few)
       # time-major storage with fewer rows than launch._TM_MIN_ROWS: every plan, the tiles as wide as the rows among them
       for e in gae vtrace traces; do

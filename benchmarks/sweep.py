@@ -3,6 +3,7 @@
     python benchmarks/sweep.py [estimator] [RxT,RxT,...] > sweep.txt     # on a GPU machine
     SWEEP_TIME_MAJOR=1 python benchmarks/sweep.py gae                  # CleanRL's [T, N] storage
     SWEEP_STAGES=1 python benchmarks/sweep.py gae                      # plain chunk loops only
+    SWEEP_BIG=1 python benchmarks/sweep.py traces 128x8192             # chunks of 4096-8192 steps too
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan_for`` and a set of
 forced plans (CUDA-graph device time), and prints the best one; with SWEEP_TIME_MAJOR the
@@ -89,7 +90,7 @@ def candidates(R: int, T: int):
         for tile, w in ((256, 1), (256, 2), (512, 2), (1024, 4), (2048, 4), (2048, 8)):
             out.append(launch.Plan(max(1, tile // p2), p2, w, 1, p2))
     else:
-        for bt, w in ((512, 4), (512, 8), (1024, 4), (1024, 8), (2048, 8), (2048, 16)):
+        for bt, w in ((512, 4), (512, 8), (1024, 4), (1024, 8), (2048, 8), (2048, 16), *BIG_TILES):
             if bt > p2:
                 continue
             n_chunks = -(-T // bt)
@@ -113,6 +114,9 @@ def candidates(R: int, T: int):
 VERBOSE = bool(os.environ.get("SWEEP_VERBOSE"))
 TIME_MAJOR = bool(os.environ.get("SWEEP_TIME_MAJOR"))
 STAGES = [int(x) for x in os.environ.get("SWEEP_STAGES", "1,3").split(",")]
+# SWEEP_BIG=1: also chunks longer than launch._MAX_BLOCK_T (a whole 4096- or 8192-step row in
+# one chunk, as rl-triton's kernels hold a row), which the plans never choose
+BIG_TILES = ((4096, 8), (4096, 16), (8192, 16), (8192, 32)) if os.environ.get("SWEEP_BIG") else ()
 SHAPES = [(32768, 8), (16384, 16), (8192, 32), (32768, 64), (4096, 128), (16384, 512), (4096, 512), (4096, 2048),
           (512, 512), (512, 2048), (512, 4096), (256, 1024), (128, 1024), (64, 512), (64, 65536), (16, 262144),
           (1, 1048576)]
