@@ -465,7 +465,7 @@ def test_forward_tiles_plan():
     would have fewer than _PROGRAMS_PER_SM programs an SM; 8-step rows, the split and
     time-major tiles as the backward kernels'; a whole row in one chunk on at most 8 warps; a
     row walked in chunks on 4 warps, pipelined, or in 2048-step chunks on 8 warps where a
-    backward kernel would split it (launch._FWD_WALK_MIN_PROGRAMS)."""
+    backward kernel would split it (launch._FWD_WALK_MIN_SM_SHARE)."""
     from rltriton.kernels import launch
 
     def fwd(*shape):
@@ -480,7 +480,7 @@ def test_forward_tiles_plan():
     assert fwd(1024, 128) == (2, 128, 2, 1, 128, 1)  # halved back to the backward kernels' tile
     assert fwd(4096, 2048) == (1, 2048, 8, 1, 2048, 1)  # backward: 16 warps
     assert fwd(512, 4096) == (1, 1024, 4, 1, 4096, launch._FWD_LOOP_STAGES)
-    # fewer programs than an SM's two, from _FWD_WALK_MIN_PROGRAMS: walked in 2048-step chunks
+    # fewer programs than an SM's two, from 0.7 an SM (_FWD_WALK_MIN_SM_SHARE): walked in 2048-step chunks
     # on 8 warps rather than split; fewer rows, or rows longer than _FWD_WALK_MAX_T, split
     assert fwd(128, 8192) == (1, 2048, 8, 1, 8192, launch._FWD_LOOP_STAGES)
     assert fwd(256, 4096) == (1, 2048, 8, 1, 4096, launch._FWD_LOOP_STAGES)
@@ -516,11 +516,11 @@ def test_forward_tiles(name, monkeypatch, poisoned):
         seen.clear()
         check(make_case(name, (5, 63), seed=88), "triton")
         assert seen == [(seen[0][0], 16, poisoned._FWD_LOOP_STAGES)], seen
-        # few rows that a split would cut in time, walked instead (launch._FWD_WALK_MIN_PROGRAMS):
+        # few rows that a split would cut in time, walked instead (launch._FWD_WALK_MIN_SM_SHARE):
         # 5 row programs on 4 SMs, against a single row, which is still split
         use_small_tiles(monkeypatch, poisoned, split=True)
         monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 4)
-        monkeypatch.setattr(poisoned, "_FWD_WALK_MIN_PROGRAMS", 2)
+        monkeypatch.setattr(poisoned, "_FWD_WALK_MIN_SM_SHARE", 0.5)
         seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, pl.block_t, pl.stages))
         check(make_case(name, (5, 63), seed=89), "triton")
         assert seen == [(1, 16, poisoned._FWD_LOOP_STAGES)], seen

@@ -105,14 +105,14 @@ _FWD_WARP_ELEMS = 256
 _FWD_LOOP_WARPS = 4
 _FWD_LOOP_STAGES = 3
 _FWD_ONE_CHUNK_WARPS = 8
-# The forward kernel on _FWD_WALK_MIN_PROGRAMS or more row programs, but fewer than
-# _PROGRAMS_PER_SM an SM, of at most _FWD_WALK_MAX_T steps: each row walked by one program in
-# _FWD_LOOP_BLOCK_T-step chunks on _FWD_WALK_WARPS warps (pipelined _FWD_LOOP_STAGES deep),
-# not split in time. Its scan is light enough that a second pass over the row costs more than
-# the walk once about an SM's worth of rows run side by side. Found by benchmarks/sweep.py
-# traces / prefix_sum, then timed (benchmarks/ab.py, 2026-12-01-h200-s15 notes), H200,
-# Triton 3.6, device us, eligibility traces (prefix sums equal to 0.1-0.3), split or 1024-step
-# chunks on 4 warps -> walked in 2048-step chunks on 8:
+# The forward kernel on row programs for at least _FWD_WALK_MIN_SM_SHARE of the SMs (93 of the
+# H200's 132), but fewer than _PROGRAMS_PER_SM an SM, of at most _FWD_WALK_MAX_T steps: each
+# row walked by one program in _FWD_LOOP_BLOCK_T-step chunks on _FWD_WALK_WARPS warps
+# (pipelined _FWD_LOOP_STAGES deep), not split in time. Its scan is light enough that a second
+# pass over the row costs more than the walk once about an SM's worth of rows run side by
+# side. Found by benchmarks/sweep.py traces / prefix_sum, then timed (benchmarks/ab.py,
+# 2026-12-01-h200-s15 notes), H200, Triton 3.6, device us, eligibility traces (prefix sums
+# equal to 0.1-0.3), split or 1024-step chunks on 4 warps -> walked in 2048-step chunks on 8:
 #   128 x 4096   5.2 -> 3.5     256 x 4096   5.0 -> 4.5     96 x 8192   6.0 -> 5.6
 #   128 x 8192   7.0 -> 5.8     256 x 8192  10.8 -> 7.0    128 x 16384 10.8 -> 10.0
 #   64 x 8192    5.2 -> 5.3 (kept split), 100 x 3000 5.7 -> 5.8;
@@ -120,7 +120,7 @@ _FWD_ONE_CHUNK_WARPS = 8
 # 6.3 -> 7.4, 1024 x 4096 9.9 -> 12.9, 2048 x 4096 24.0 -> 31.7 walked in 2048-step chunks).
 _FWD_LOOP_BLOCK_T = 2048
 _FWD_WALK_WARPS = 8
-_FWD_WALK_MIN_PROGRAMS = 96
+_FWD_WALK_MIN_SM_SHARE = 0.7  # (64 rows: split 5.2 us, walked 5.3; 96: 6.0 and 5.6)
 _FWD_WALK_MAX_T = 16384
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
@@ -480,7 +480,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     more than 2048 steps: the warps of a program that walks its row in chunks, and the steps
     (at most ``_SEG_STEPS``) and warps of a split segment. ``forward``: the forward kernel's
     tiles (``_FWD_SHORT_TILE`` and the settings beside it): more elements a thread, and rows
-    that a split would cut walked instead on ``_FWD_WALK_MIN_PROGRAMS`` programs or more
+    that a split would cut walked instead on programs for ``_FWD_WALK_MIN_SM_SHARE`` of the SMs
     (``_FWD_WALK_MAX_T`` steps at most), in ``_FWD_LOOP_BLOCK_T``-step chunks.
     """
     target = _PROGRAMS_PER_SM * sms
@@ -505,7 +505,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     if T <= _SHORT_SPLIT_MAX_T and split_steps > _SHORT_SPLIT[0]:
         split_steps, split_warps = _SHORT_SPLIT
     seg_steps = min(_SEG_STEPS, split_steps)
-    walk = forward and _FWD_WALK_MIN_PROGRAMS <= programs < target and T <= _FWD_WALK_MAX_T
+    walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
     loop_block_t = _FWD_LOOP_BLOCK_T if walk else _LOOP_BLOCK_T
     if programs < target and p2 > _MAX_BLOCK_T and not walk:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
