@@ -62,6 +62,20 @@ setting_ab() {
   sed -i "${6#*:}" "_ab/$1/${6%%:*}/$L"
   timeout "$7" python3 benchmarks/ab.py "_ab/$1/$4" "_ab/$1/$5" --est "$8" --shapes "$9" 2>&1 | tee "$OUT/ab_$1.txt"
 }
+# variants_ab NAME SECONDS ESTIMATORS SHAPES V[=SED]...: fresh copies of rltriton/ for each V
+# (versions), V's launch.py edited by its SED where one is given, then an A/B of them in that
+# order (columns likewise); logs ab_NAME.txt
+variants_ab() {
+  local name=$1 secs=$2 est=$3 shapes=$4 v
+  shift 4
+  local dirs=()
+  versions "$name" "${@%%=*}"
+  for v in "$@"; do
+    [[ $v == *=* ]] && sed -i "${v#*=}" "_ab/$name/${v%%=*}/$L"
+    dirs+=("_ab/$name/${v%%=*}")
+  done
+  timeout "$secs" python3 benchmarks/ab.py "${dirs[@]}" --est "$est" --shapes "$shapes" 2>&1 | tee "$OUT/ab_$name.txt"
+}
 stages=${*:-tests probe}
 for stage in $stages; do
   case $stage in
@@ -211,25 +225,19 @@ for stage in $stages; do
         --est gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces \
         --shapes 1x1048576,16x65536,4x262144,1x262144 2>&1 | tee "$OUT/ab_coop.txt" ;;
     splitmin)
-      # few rows of 16384-131072 steps under launch._SPLIT_MIN_ELEMS: one program walks each row
-      # (1 x 131072 GAE: 150 us in session 14's coop A/B). The threshold -> none -> none + coop
-      versions splitmin default none coop
-      sed -i 's/^_SPLIT_MIN_ELEMS = 1 << 18/_SPLIT_MIN_ELEMS = 0/' _ab/splitmin/none/$L _ab/splitmin/coop/$L
-      sed -i 's/^_COOP = False/_COOP = True/' _ab/splitmin/coop/$L
-      timeout 300 python3 benchmarks/ab.py _ab/splitmin/default _ab/splitmin/none _ab/splitmin/coop \
-        --est gae,vtrace,retrace_av,traces \
-        --shapes 1x16384,1x32768,1x65536,1x131072,2x65536,4x32768,8x16384,12x16384,16x8192,1x8192 2>&1 \
-        | tee "$OUT/ab_splitmin.txt" ;;
+      # few rows of 8192-131072 steps: session 13's rule (a split from 2^18 elements and 8 chunks,
+      # where one program walked each row: 1 x 131072 GAE 150 us) -> today's -> today's + coop
+      variants_ab splitmin 300 gae,vtrace,retrace_av,traces \
+        1x16384,1x32768,1x65536,1x131072,2x65536,4x32768,8x16384,12x16384,16x8192,1x8192 \
+        s13='s/^_SPLIT_MIN_ELEMS = 0 /_SPLIT_MIN_ELEMS = 1 << 18 /;s/^_SPLIT_FEW_CHUNKS = 4/_SPLIT_FEW_CHUNKS = 8/' \
+        default coop='s/^_COOP = False/_COOP = True/' ;;
     splitchunks)
-      # with no element threshold: rows of 2-7 chunks split too? _SPLIT_MIN_CHUNKS 8 -> 4 -> 2
-      versions splitchunks c8 c4 c2
-      sed -i 's/^_SPLIT_MIN_ELEMS = 1 << 18/_SPLIT_MIN_ELEMS = 0/' _ab/splitchunks/*/$L
-      sed -i 's/^_SPLIT_MIN_CHUNKS = 8/_SPLIT_MIN_CHUNKS = 4/' _ab/splitchunks/c4/$L
-      sed -i 's/^_SPLIT_MIN_CHUNKS = 8/_SPLIT_MIN_CHUNKS = 2/' _ab/splitchunks/c2/$L
-      timeout 300 python3 benchmarks/ab.py _ab/splitchunks/c8 _ab/splitchunks/c4 _ab/splitchunks/c2 \
-        --est gae,vtrace,td_lambda,traces \
-        --shapes 1x4096,1x8192,16x8192,64x4096,128x4096,32x8192,128x8192,256x4096,200x6000,1x3000 2>&1 \
-        | tee "$OUT/ab_splitchunks.txt" ;;
+      # with no element threshold, rows split from 8 -> 4 (today's rule on few programs, 8 on
+      # more) -> 4 everywhere -> 2 everywhere
+      variants_ab splitchunks 300 gae,vtrace,td_lambda,traces \
+        1x4096,1x8192,16x8192,64x4096,128x4096,32x8192,128x8192,256x4096,200x6000,1x3000 \
+        c8='s/^_SPLIT_FEW_CHUNKS = 4/_SPLIT_FEW_CHUNKS = 8/' default c4='s/^_SPLIT_MIN_CHUNKS = 8/_SPLIT_MIN_CHUNKS = 4/' \
+        c2='s/^_SPLIT_MIN_CHUNKS = 8/_SPLIT_MIN_CHUNKS = 2/;s/^_SPLIT_FEW_CHUNKS = 4/_SPLIT_FEW_CHUNKS = 2/' ;;
     carry)
       # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): its GPU tests, then an A/B
       setting_ab carry carry_products 200 scan products 'scan:s/^_CARRY_PRODUCTS = True/_CARRY_PRODUCTS = False/' \
