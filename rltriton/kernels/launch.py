@@ -107,7 +107,7 @@ _FWD_LOOP_STAGES = 3
 _FWD_ONE_CHUNK_WARPS = 8
 # The forward kernel on row programs for at least _FWD_WALK_MIN_SM_SHARE of the SMs (93 of the
 # H200's 132), but fewer than _PROGRAMS_PER_SM an SM, of at most _FWD_WALK_MAX_T steps: each
-# row walked by one program in _FWD_LOOP_BLOCK_T-step chunks on _FWD_WALK_WARPS warps
+# row walked by one program in _FWD_WALK_BLOCK_T-step chunks on _FWD_WALK_WARPS warps
 # (pipelined _FWD_LOOP_STAGES deep), not split in time. Its scan is light enough that a second
 # pass over the row costs more than the walk once about an SM's worth of rows run side by
 # side. Found by benchmarks/sweep.py traces / prefix_sum, then timed (benchmarks/ab.py,
@@ -118,7 +118,7 @@ _FWD_ONE_CHUNK_WARPS = 8
 #   64 x 8192    5.2 -> 5.3 (kept split), 100 x 3000 5.7 -> 5.8;
 # with an SM's two programs or more the 1024-step chunks on 4 warps stay (512 x 4096
 # 6.3 -> 7.4, 1024 x 4096 9.9 -> 12.9, 2048 x 4096 24.0 -> 31.7 walked in 2048-step chunks).
-_FWD_LOOP_BLOCK_T = 2048
+_FWD_WALK_BLOCK_T = 2048
 _FWD_WALK_WARPS = 8
 _FWD_WALK_MIN_SM_SHARE = 0.7  # (64 rows: split 5.2 us, walked 5.3; 96: 6.0 and 5.6)
 _FWD_WALK_MAX_T = 16384
@@ -481,7 +481,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     (at most ``_SEG_STEPS``) and warps of a split segment. ``forward``: the forward kernel's
     tiles (``_FWD_SHORT_TILE`` and the settings beside it): more elements a thread, and rows
     that a split would cut walked instead on programs for ``_FWD_WALK_MIN_SM_SHARE`` of the SMs
-    (``_FWD_WALK_MAX_T`` steps at most), in ``_FWD_LOOP_BLOCK_T``-step chunks.
+    (``_FWD_WALK_MAX_T`` steps at most), in ``_FWD_WALK_BLOCK_T``-step chunks.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -506,7 +506,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         split_steps, split_warps = _SHORT_SPLIT
     seg_steps = min(_SEG_STEPS, split_steps)
     walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
-    loop_block_t = _FWD_LOOP_BLOCK_T if walk else _LOOP_BLOCK_T
+    loop_block_t = _FWD_WALK_BLOCK_T if walk else _LOOP_BLOCK_T
     if programs < target and p2 > _MAX_BLOCK_T and not walk:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
     n_chunks = _cdiv(T, block_t)
