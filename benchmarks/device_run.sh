@@ -15,7 +15,8 @@
 #   (segflip, ~6 min: launch._SEG_FLIP's GPU tests and A/B; flatseg, ~5 min: launch._FLAT_SEGMENTED's)
 #   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
 #   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min;
-#   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min; sweep-big, ~3 min)
+#   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min; sweep-big, ~3 min; one-chunk, ~7 min;
+#   one-chunk-ab, ~8 min, carries _ab/one)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -158,6 +159,23 @@ for stage in $stages; do
       { $P gae 16x262144,1x1048576,1x4194304,512x4096; $P gae 16x262144,1x1048576,1x4194304 _LOOKBACK=True
         $P td_lambda 16x262144,1x1048576,32768x8,32768x64,4096x128; $P traces 16x262144,1x1048576; } 2>&1 \
         | tee "$OUT/profile.log" | grep -v "^ *$" | head -120 ;;
+    one-chunk)
+      # whole rows of 2048-16384 steps in one chunk, one launch (sweep.py's SWEEP_ONE_CHUNK),
+      # against the default plans (the split's two launches, the chunk loop), device and full call
+      for e in gae td_lambda vtrace traces; do
+        SWEEP_ONE_CHUNK=1 timeout "${ONE_CHUNK_SECONDS:-110}" python3 benchmarks/sweep.py $e \
+          "${ONE_CHUNK_SHAPES:-1x4096,128x4096,512x4096,1x8192,32x8192,128x8192,256x8192,8x16384}" 2>&1 \
+          | tee "$OUT/one_chunk_$e.log" | grep -v "^ *skip"
+      done ;;
+    one-chunk-ab)
+      # launch._ONE_CHUNK_ROWS: the GPU tests of whole rows in one chunk (every kernel form on
+      # the widest bounds) and of 512 x 4096, then an A/B of the plans before (_ab/one/base:
+      # the tree before the rule) against the rule on every form (_ab/one/all); carry _ab
+      gpu_tests "${TESTS_TIMEOUT:-240}" "one_chunk or 512x4096 or awkward" one_chunk_tests.log
+      timeout "${AB_SECONDS:-330}" python3 benchmarks/ab.py _ab/one/base _ab/one/all \
+        --est gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces,prefix_sum \
+        --shapes "${AB_SHAPES:-1x4096,64x4096,128x4096,256x4096,512x4096,100x3000,512x3000,1x8192,96x8192,128x8192,200x8192,256x8192,128x6000}" \
+        2>&1 | tee "$OUT/ab_one_chunk.txt" ;;
     sweep-big)
       # chunks of 4096-8192 steps (a whole row in one chunk, beyond launch._MAX_BLOCK_T) for
       # few rows of 4096-8192 steps: traces 128 x 8192 was 5.8 us against rl-triton's 5.4

@@ -4,6 +4,7 @@
     SWEEP_TIME_MAJOR=1 python benchmarks/sweep.py gae                  # CleanRL's [T, N] storage
     SWEEP_STAGES=1 python benchmarks/sweep.py gae                      # plain chunk loops only
     SWEEP_BIG=1 python benchmarks/sweep.py traces 128x8192             # chunks of 4096-8192 steps too
+    SWEEP_ONE_CHUNK=1 python benchmarks/sweep.py gae 32x8192           # only whole rows in one chunk
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan_for`` and a set of
 forced plans (CUDA-graph device time), and prints the best one; with SWEEP_TIME_MAJOR the
@@ -23,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import device_time_us, stream_floor  # noqa: E402
+from benchmarks.common import device_time_us, full_call_us, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
 from tests.rollouts import FEW_ROWS_KIND, make_case, on_gpu  # noqa: E402
 
@@ -58,6 +59,11 @@ def few_rows(R: int, T: int, p2: int) -> list:
 def candidates(R: int, T: int):
     p2 = 1 << (max(T, 1) - 1).bit_length()
     out = []
+    if ONE_CHUNK:
+        # a whole row in one chunk of 2048-16384 steps, one program a row, one launch: no
+        # split's second pass and scratch, no chunk loop's carry hand-over (ptxas caps 16
+        # warps at 128 registers and 32 at 64, so every program can be resident)
+        return [launch.Plan(1, p2, w, 1, p2) for w in (8, 16, 32) if 2048 <= p2 <= 16384 and 4 <= p2 // (32 * w) <= 16]
     if TIME_MAJOR:
         # rows are contiguous: the time-major tiles (launch.plan_time_major) of 32 or 128
         # rows, warps side by side in time, split in time; and the generic tiles for comparison
@@ -117,6 +123,9 @@ STAGES = [int(x) for x in os.environ.get("SWEEP_STAGES", "1,3").split(",")]
 # SWEEP_BIG=1: also chunks longer than launch._MAX_BLOCK_T (a whole 4096- or 8192-step row in
 # one chunk, as rl-triton's kernels hold a row), which the plans never choose
 BIG_TILES = ((4096, 8), (4096, 16), (8192, 16), (8192, 32)) if os.environ.get("SWEEP_BIG") else ()
+# SWEEP_ONE_CHUNK=1: only the plans that hold a whole row in one chunk (see candidates), each
+# with its full call beside its device time
+ONE_CHUNK = bool(os.environ.get("SWEEP_ONE_CHUNK"))
 SHAPES = [(32768, 8), (16384, 16), (8192, 32), (32768, 64), (4096, 128), (16384, 512), (4096, 512), (4096, 2048),
           (512, 512), (512, 2048), (512, 4096), (256, 1024), (128, 1024), (64, 512), (64, 65536), (16, 262144),
           (1, 1048576)]
@@ -142,8 +151,13 @@ def main() -> None:
                             wide=name in launch._TM_WIDE_KINDS,
                             long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name,
                                                             launch._LONG_ROWS_DEFAULT),
-                            few=launch._TM_FEW_TILES.get(FEW_ROWS_KIND[name]))
+                            few=launch._TM_FEW_TILES.get(FEW_ROWS_KIND[name]), forward=FEW_ROWS_KIND[name] == "forward",
+                            form=FEW_ROWS_KIND[name])
         default = device_time_us(lambda c=case: c(backend="triton"))
+        if ONE_CHUNK:
+            full = full_call_us(lambda c=case: c(backend="triton"))
+            print(f"   {str(shape):>14} {default:8.1f} {default / floor:6.2f}  default {tuple(default_plan)}, "
+                  f"full call {full:.1f}", flush=True)
         ref = case(backend="triton")  # the default plan's outputs (its tests pass on the GPU)
         best, best_plan = default, default_plan
         for pl in candidates(*shape):
@@ -159,8 +173,9 @@ def main() -> None:
             except Exception as e:  # a plan the compiler rejects (registers, shared memory)
                 print(f"   skip {pl}: {type(e).__name__}", flush=True)
                 continue
-            if VERBOSE:
-                print(f"   {str(shape):>14} {t:8.1f} {t / floor:6.2f}  {tuple(pl)}", flush=True)
+            if VERBOSE or ONE_CHUNK:
+                full = f", full call {full_call_us(lambda c=case: c(backend='triton')):.1f}" if ONE_CHUNK else ""
+                print(f"   {str(shape):>14} {t:8.1f} {t / floor:6.2f}  {tuple(pl)}{full}", flush=True)
             if t < best:
                 best, best_plan = t, pl
         launch.plan_for = orig
