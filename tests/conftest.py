@@ -53,6 +53,8 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False, co
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)
     monkeypatch.setattr(launch, "_LOOKBACK", lookback)
     monkeypatch.setattr(launch, "_COOP", coop)
+    # rows longer than the tiny _MAX_BLOCK_T stand for long rows: never one chunk a row
+    monkeypatch.setattr(launch, "_ONE_CHUNK", False)
     # time-major storage takes its own tiles from one row on: 4 rows by 4 steps on 2 warps,
     # so T = 63 spans 16 chunks (and 3 segments when split; unsplit, the tiles are kept
     # however few the row programs), never the one-chunk tiles of short rows

@@ -459,6 +459,84 @@ def test_few_rows_split_plan():
     assert got((132, 4096)) == (1024, 1, 4096)
 
 
+def test_one_chunk_plan():
+    """Rows of 2049 to launch._ONE_CHUNK_MAX_T steps on few programs are one chunk of
+    next_pow2(T) steps (launch._ONE_CHUNK_ROWS): 4096-step rows on at most 4 programs an SM
+    (2 for V-trace and Retrace, 1 for its action form), on 16 warps up to one an SM and 8
+    beyond, there only for T a multiple of 16; 8192-step rows on 16 warps from 0.7 to 2
+    programs an SM (1 for V-trace and the forward kernel); Retrace's forms only for T a
+    multiple of 16. Other calls keep their plans: fewer or more rows, longer rows,
+    time-major storage, and plans asked for without a form."""
+    from rltriton.kernels import launch
+
+    cpu = torch.device("cpu")
+    vtrace, retrace = launch._LONG_ROWS["vtrace"], launch._LONG_ROWS["retrace"]
+    long_rows = {"vtrace": vtrace, "retrace": retrace, "retrace_actions": retrace}
+
+    def got(shape, form="gae"):
+        pl = launch.plan_for(*shape, cpu, form=form, forward=form == "forward",
+                             long_rows=long_rows.get(form, launch._LONG_ROWS_DEFAULT))
+        return pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len
+
+    def kept(shape, form="gae"):  # the plan without the rule
+        return launch.plan(*shape, 132, long_rows.get(form, launch._LONG_ROWS_DEFAULT), form == "forward")[:5]
+
+    one_4k_16, one_4k_8, one_8k = (1, 4096, 16, 1, 4096), (1, 4096, 8, 1, 4096), (1, 8192, 16, 1, 8192)
+    assert got((1, 4096)) == one_4k_16 != kept((1, 4096))  # was split in 4 segments
+    for form in launch._FORMS + ("forward",):
+        assert got((128, 4096), form) == got((132, 4096), form) == one_4k_16, form
+        assert got((128, 8192), form) == got((93, 8192), form) == got((128, 6000), form) == one_8k, form
+        assert got((92, 8192), form) == kept((92, 8192), form), form  # fewer than 0.7 an SM: the split
+        assert got((32, 8192), form) == kept((32, 8192), form) and got((32, 8192), form)[3] == 8, form  # split
+        assert got((8, 16384), form) == kept((8, 16384), form), form  # longer rows
+        assert got((1, 2048), form) == kept((1, 2048), form) == (1, 2048, 16 if form != "forward" else 8, 1, 2048)
+    assert got((133, 4096)) == got((528, 4096), "td_lambda") == got((528, 4096), "forward") == one_4k_8
+    assert got((264, 4096), "vtrace") == got((264, 4096), "retrace") == one_4k_8
+    assert got((529, 4096)) == kept((529, 4096)) == (1, 1024, 8, 1, 4096)
+    assert got((265, 4096), "vtrace") == kept((265, 4096), "vtrace")
+    assert got((265, 4096), "retrace") == kept((265, 4096), "retrace")
+    assert got((133, 4096), "retrace_actions") == kept((133, 4096), "retrace_actions")
+    assert got((256, 8192)) == got((264, 8192), "td_lambda") == got((264, 8192), "retrace_actions") == one_8k
+    assert got((265, 8192)) == kept((265, 8192))
+    assert got((133, 8192), "vtrace") == kept((133, 8192), "vtrace")
+    assert got((133, 8192), "forward") == kept((133, 8192), "forward")
+    # T not a multiple of 16: 16 warps only, and never for Retrace
+    assert got((100, 3000)) == got((2, 2049), "vtrace") == got((100, 3000), "forward") == one_4k_16
+    assert got((100, 3000), "retrace") == kept((100, 3000), "retrace")
+    assert got((100, 3000), "retrace_actions") == kept((100, 3000), "retrace_actions")
+    assert got((512, 3000)) == kept((512, 3000)) and got((200, 3000), "forward") == kept((200, 3000), "forward")
+    assert got((128, 5000)) == one_8k and got((128, 5000), "retrace") == kept((128, 5000), "retrace")
+    assert launch.plan_for(128, 8192, cpu, time_major=True, form="gae") == launch.plan_for(128, 8192, cpu, True)
+    assert launch.plan_for(128, 8192, cpu) == launch.plan(128, 8192, 132)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_one_chunk_rows(name, monkeypatch, poisoned):
+    """A whole row of 3000 steps in one chunk of 4096 in the group form, and one of 5000 in one
+    chunk of 8192 in the group form scanned in two levels (what Triton < 3.7 compiles; the
+    8192-step bound lowered so that one row takes it), against the float64 reference with
+    outputs poisoned (launch._ONE_CHUNK_ROWS); the boundary forms rotate with the estimator."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    launch = poisoned
+    monkeypatch.setattr(launch, "_ONE_CHUNK_ROWS", {})
+    monkeypatch.setattr(launch, "_ONE_CHUNK_DEFAULT", (4.0, 0.0, 2.0, True))
+    monkeypatch.setattr(launch, "_GROUP_SCAN", True)
+    seen = plans_used(monkeypatch, launch, lambda pl, kw: (pl.block_t, pl.segments, pl.seg_len, kw.get("GROUP_TILES")))
+    i = ESTIMATORS.index(name)
+    try:
+        for k, (group_tiles, T, p2) in enumerate([(True, 3000, 4096), (False, 5000, 8192)]):
+            monkeypatch.setattr(launch, "_GROUP_TILES", group_tiles)
+            launch.clear_caches()  # (and the replays of the first call)
+            seen.clear()
+            check(make_case(name, (1, T), bootstrap=BOOTSTRAP_FORMS[(i + 2 * k) % 4], per_step=k == 1, seed=61 + k),
+                  "triton")
+            form = None if name in FEATURED else (True if group_tiles else 2)  # (the forward kernel has one)
+            assert seen == [(p2, 1, p2, form)], seen
+    finally:
+        launch.clear_caches()
+
+
 def test_forward_tiles_plan():
     """The forward kernel's batch-major plans (launch._FWD_TILES): short rows of 16 to 128
     steps in tiles of up to _FWD_SHORT_TILE elements, 8 a thread, halved while the call

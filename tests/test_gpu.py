@@ -195,7 +195,8 @@ def test_loop_registers(shape, name, monkeypatch):
     from rltriton.kernels import launch
 
     settings = {"_GROUP_SCAN_LOOP": frozenset(launch._FORMS),
-                "_LOOP_MAXNREG": {"gae": 64, "vtrace": 128, "retrace": 64, "retrace_actions": 64}}
+                "_LOOP_MAXNREG": {"gae": 64, "vtrace": 128, "retrace": 64, "retrace_actions": 64},
+                "_ONE_CHUNK": False}  # (these rows would be one chunk for some forms: no loop)
     used = _forced(monkeypatch, settings, name, shape, 12, "capped registers", lambda pl, kw: kw.get("maxnreg"))
     assert used and all(u is not None for u in used), used
 
@@ -275,6 +276,26 @@ def test_inductor_fullgraph_on_cuda():
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(1, 4096), (130, 3001), (300, 4096), (100, 6000), (128, 8192), (250, 8000)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_one_chunk_rows(shape, name, monkeypatch, poisoned):
+    """Whole rows in one chunk of 4096 or 8192 steps (launch._ONE_CHUNK_ROWS, here with the
+    default bounds for every kernel form, wider than Retrace's and V-trace's own): 16 warps
+    (8 at 300 x 4096), a short last chunk (3001, 6000, 8000 steps; 3001 not 16-byte aligned),
+    on one to two programs an SM."""
+    monkeypatch.setattr(poisoned, "_ONE_CHUNK_ROWS", {})
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments))
+    poisoned.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=shape[0] + 5, bootstrap=BOOTSTRAP_FORMS[shape[0] % 4]))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} one chunk")
+        p2 = 4096 if shape[1] <= 4096 else 8192
+        assert seen[-1] == (p2, 8 if shape == (300, 4096) else 16, 1), seen
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(128, 4096), (64, 65536), (1, 1048576)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_lookback_split(shape, name, monkeypatch):
     """The single-pass decoupled look-back (launch._LOOKBACK), forced on: concurrency and
@@ -283,6 +304,7 @@ def test_lookback_split(shape, name, monkeypatch):
 
     monkeypatch.setattr(launch, "_LOOKBACK", True)
     monkeypatch.setattr(launch, "_SPLIT_MIN_CHUNKS", 2)
+    monkeypatch.setattr(launch, "_ONE_CHUNK", False)  # (128 x 4096 would be one chunk a row)
     launch.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, seed=8))

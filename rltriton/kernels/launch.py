@@ -122,6 +122,38 @@ _FWD_WALK_BLOCK_T = 2048
 _FWD_WALK_WARPS = 8
 _FWD_WALK_MIN_SM_SHARE = 0.7  # (64 rows: split 5.2 us, walked 5.3; 96: 6.0 and 5.6)
 _FWD_WALK_MAX_T = 16384
+# Rows of 2049 to _ONE_CHUNK_MAX_T steps on few programs are held whole in one chunk of
+# next_pow2(T) steps by one program: one launch, with neither a chunk loop's carry hand-over
+# between dependent chunks nor a split's second pass, second launch and scratch buffers.
+# ptxas fits 16 warps in 128 registers a thread (one program an SM), which these rows want:
+# 4096-step rows take 16 warps up to one program an SM and 8 beyond (122 registers for GAE:
+# two an SM), 8192-step rows 16. Per kernel form, _ONE_CHUNK_ROWS[form] (else
+# _ONE_CHUNK_DEFAULT) = (most programs an SM with 4096 steps, fewest and most with 8192,
+# whether rows of T not a multiple of 16 take it): such rows are not 16-byte aligned where the
+# tensors are contiguous, so every load is a scalar one, and they take it on 16 warps only
+# (8 warps on 512 x 3000 lost everywhere: GAE 19.0 -> 31.0 us), not at all for Retrace. Found
+# by `SWEEP_ONE_CHUNK=1 benchmarks/sweep.py` (`device_run.sh one-chunk`), then timed against
+# the plans before (a split below an SM's worth of programs, else 1024-step chunks walked):
+# `device_run.sh one-chunk-ab` (benchmarks/ab.py, 2026-12-01-h200-s16 notes), H200, Triton 3.6,
+# device us, before -> one chunk (adopted where the form's bounds allow):
+#              GAE         TD(lambda)   V-trace      Retrace      action form  traces
+#   1 x 4096   4.2 -> 2.9  4.9 -> 3.5   4.6 -> 3.9   4.2 -> 3.4   6.1 -> 6.1   3.7 -> 2.7
+#   128 x 4096 6.5 -> 4.2  6.7 -> 4.2   7.3 -> 4.8   8.1 -> 4.4  14.5 -> 7.4   3.7 -> 3.0
+#   256 x 4096 7.5 -> 5.2  7.3 -> 5.8   9.5 -> 9.0   9.9 -> 6.9  21.8 -> 25.4  4.5 -> 3.6
+#   512 x 4096 10.6 -> 9.1 10.9 -> 10.1 15.4 -> 23.4 19.1 -> 21.8 40.7 -> 48.2 6.1 -> 5.5
+#   100 x 3000 8.7 -> 6.8  9.1 -> 7.4  14.1 -> 8.2   8.1 -> 8.5   9.0 -> 9.8   5.7 -> 4.6
+#   96 x 8192  7.7 -> 6.0  8.2 -> 7.0   9.3 -> 8.9  10.7 -> 7.6  23.1 -> 16.6  5.4 -> 4.4
+#   128 x 8192 9.0 -> 6.3  9.7 -> 7.2  10.8 -> 9.7  13.4 -> 7.9  36.6 -> 23.1  5.8 -> 4.6
+#   256 x 8192 15.4 -> 11.4 16.3 -> 13.1 21.6 -> 23.2 28.1 -> 22.4 70.8 -> 43.9 7.1 -> 7.7
+# (discounted returns as TD(lambda), prefix sums as traces; 1 x 8192 and 32 x 8192 keep the
+# split, 4.3 against 5.0 for GAE in the sweep; a 16384-step row on 32 warps lost everywhere,
+# 8 x 16384 GAE 5.1 -> 12.0.) The full call drops with the second launch and the scratch
+# buffers: GAE 128 x 8192 about 46 -> 29 us in the sweep, on a host where a bare launch took ~25.
+_ONE_CHUNK = True
+_ONE_CHUNK_MAX_T = 8192
+_ONE_CHUNK_DEFAULT = (4.0, 0.7, 2.0, True)
+_ONE_CHUNK_ROWS = {"vtrace": (2.0, 0.7, 1.0, True), "retrace": (2.0, 0.7, 2.0, False),
+                   "retrace_actions": (1.0, 0.7, 2.0, False), "forward": (4.0, 0.7, 1.0, True)}
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
 # (`bash benchmarks/device_run.sh lookback`, 2026-11-30-h200-s10 notes), two passes ->
@@ -461,9 +493,27 @@ def _next_pow2(x: int) -> int:
     return 1 << (x - 1).bit_length() if x > 1 else 1
 
 
+def _one_chunk_warps(programs: int, T: int, sms: int, bounds: tuple[float, float, float, bool] | None) -> int:
+    """Warps of a program holding a whole row of ``T`` steps in one chunk of next_pow2(T)
+    (``_ONE_CHUNK``), or 0 where the plan should not: ``bounds`` as in ``_ONE_CHUNK_ROWS``
+    (None: never)."""
+    p2 = _next_pow2(max(T, 1))
+    if not _ONE_CHUNK or bounds is None or not _MAX_BLOCK_T < p2 <= _ONE_CHUNK_MAX_T:
+        return 0
+    most_4k, fewest_8k, most_8k, unaligned = bounds
+    if p2 <= 4096:
+        warps = 16 if programs <= sms else 8
+        fits = programs <= most_4k * sms
+    else:
+        warps = 16
+        fits = fewest_8k * sms <= programs <= most_8k * sms
+    aligned = T % 16 == 0
+    return warps if fits and (aligned or (unaligned and warps == 16)) else 0
+
+
 @functools.lru_cache(maxsize=4096)
 def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT,
-         forward: bool = False) -> Plan:
+         forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -481,7 +531,11 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     (at most ``_SEG_STEPS``) and warps of a split segment. ``forward``: the forward kernel's
     tiles (``_FWD_SHORT_TILE`` and the settings beside it): more elements a thread, and rows
     that a split would cut walked instead on programs for ``_FWD_WALK_MIN_SM_SHARE`` of the SMs
-    (``_FWD_WALK_MAX_T`` steps at most), in ``_FWD_WALK_BLOCK_T``-step chunks.
+    (``_FWD_WALK_MAX_T`` steps at most), in ``_FWD_WALK_BLOCK_T``-step chunks. ``one_chunk``
+    (the form's entry of ``_ONE_CHUNK_ROWS``; None: never): rows of 2049 to
+    ``_ONE_CHUNK_MAX_T`` steps on that many programs an SM (and of T a multiple of 16, or
+    not, as it says) are one chunk of ``next_pow2(T)`` steps instead of a split or a chunk
+    loop.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -501,6 +555,9 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         block_n = 1
     block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
+    whole = _one_chunk_warps(programs, T, sms, one_chunk)
+    if whole:
+        return Plan(1, p2, whole, 1, p2)
     loop_warps, split_steps, split_warps = long_rows
     if T <= _SHORT_SPLIT_MAX_T and split_steps > _SHORT_SPLIT[0]:
         split_steps, split_warps = _SHORT_SPLIT
@@ -639,20 +696,23 @@ def _tm_stages(chunks: int) -> int:
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
-             few: FewTiles | None = None) -> Plan:
+             few: FewTiles | None = None, form: str | None = None) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
     rows too few for their own tiles keep the default: the estimators' settings were timed on
-    batch-major rows only); ``forward``: the forward kernel's batch-major tiles (likewise)."""
+    batch-major rows only); ``forward``: the forward kernel's batch-major tiles (likewise);
+    ``form``: the kernel form (``_FORMS`` or ``"forward"``) whose ``_ONE_CHUNK_ROWS`` entry
+    decides where a whole row is one chunk on batch-major storage (None: never)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
         pl = plan_time_major(R, T, sms, wide, few)
         if pl is not None:
             return pl
-        long_rows, forward = _LONG_ROWS_DEFAULT, False
-    return plan(R, T, sms, long_rows, forward and _FWD_TILES)
+        long_rows, forward, form = _LONG_ROWS_DEFAULT, False, None
+    one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
+    return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
@@ -1274,7 +1334,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own, no wide ones
     kform = "retrace_actions" if "action_values" in raw else kind
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
-                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform))
+                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform), form=kform)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
@@ -1388,6 +1448,6 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
         G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
-                  few=_TM_FEW_TILES.get("forward"))
+                  few=_TM_FEW_TILES.get("forward"), form="forward")
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
