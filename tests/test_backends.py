@@ -461,12 +461,13 @@ def test_few_rows_split_plan():
 
 def test_one_chunk_plan():
     """Rows of 2049 to launch._ONE_CHUNK_MAX_T steps on few programs are one chunk of
-    next_pow2(T) steps (launch._ONE_CHUNK_ROWS): 4096-step rows on at most 4 programs an SM
-    (2 for V-trace and Retrace, 1 for its action form), on 16 warps up to one an SM and 8
-    beyond, there only for T a multiple of 16; 8192-step rows on 16 warps from 0.7 to 2
-    programs an SM (1 for V-trace and the forward kernel); Retrace's forms only for T a
-    multiple of 16. Other calls keep their plans: fewer or more rows, longer rows,
-    time-major storage, and plans asked for without a form."""
+    next_pow2(T) steps (launch._ONE_CHUNK_ROWS): 4096-step rows on at most 32 programs an SM
+    for GAE and the forward kernel (8 for TD(lambda), 2 for V-trace and Retrace, 1 for its
+    action form), on 16 warps up to one an SM and 8 beyond, there only for T a multiple of 16;
+    8192-step rows on 16 warps from 0.7 to 2 programs an SM (3 for GAE and the action form, 1
+    for V-trace and the forward kernel); Retrace's forms only for T a multiple of 16. Other
+    calls keep their plans: fewer or more rows, longer rows, time-major storage, and plans
+    asked for without a form."""
     from rltriton.kernels import launch
 
     cpu = torch.device("cpu")
@@ -490,14 +491,19 @@ def test_one_chunk_plan():
         assert got((32, 8192), form) == kept((32, 8192), form) and got((32, 8192), form)[3] == 8, form  # split
         assert got((8, 16384), form) == kept((8, 16384), form), form  # longer rows
         assert got((1, 2048), form) == kept((1, 2048), form) == (1, 2048, 16 if form != "forward" else 8, 1, 2048)
-    assert got((133, 4096)) == got((528, 4096), "td_lambda") == got((528, 4096), "forward") == one_4k_8
-    assert got((264, 4096), "vtrace") == got((264, 4096), "retrace") == one_4k_8
-    assert got((529, 4096)) == kept((529, 4096)) == (1, 1024, 8, 1, 4096)
+    assert got((133, 4096)) == got((4224, 4096)) == got((4224, 4096), "forward") == one_4k_8
+    assert got((1056, 4096), "td_lambda") == got((264, 4096), "vtrace") == got((264, 4096), "retrace") == one_4k_8
+    assert got((4225, 4096)) == kept((4225, 4096)) == (1, 1024, 8, 1, 4096)
+    assert got((4225, 4096), "forward") == kept((4225, 4096), "forward")
+    assert got((1057, 4096), "td_lambda") == kept((1057, 4096), "td_lambda")
     assert got((265, 4096), "vtrace") == kept((265, 4096), "vtrace")
     assert got((265, 4096), "retrace") == kept((265, 4096), "retrace")
     assert got((133, 4096), "retrace_actions") == kept((133, 4096), "retrace_actions")
-    assert got((256, 8192)) == got((264, 8192), "td_lambda") == got((264, 8192), "retrace_actions") == one_8k
-    assert got((265, 8192)) == kept((265, 8192))
+    assert got((396, 8192)) == got((264, 8192), "td_lambda") == got((396, 8192), "retrace_actions") == one_8k
+    assert got((264, 8192), "retrace") == one_8k
+    assert got((397, 8192)) == kept((397, 8192))
+    assert got((265, 8192), "td_lambda") == kept((265, 8192), "td_lambda")
+    assert got((265, 8192), "retrace") == kept((265, 8192), "retrace")
     assert got((133, 8192), "vtrace") == kept((133, 8192), "vtrace")
     assert got((133, 8192), "forward") == kept((133, 8192), "forward")
     # T not a multiple of 16: 16 warps only, and never for Retrace

@@ -147,13 +147,26 @@ _FWD_WALK_MAX_T = 16384
 #   256 x 8192 15.4 -> 11.4 16.3 -> 13.1 21.6 -> 23.2 28.1 -> 22.4 70.8 -> 43.9 7.1 -> 7.7
 # (discounted returns as TD(lambda), prefix sums as traces; 1 x 8192 and 32 x 8192 keep the
 # split, 4.3 against 5.0 for GAE in the sweep; a 16384-step row on 32 warps lost everywhere,
-# 8 x 16384 GAE 5.1 -> 12.0.) The full call drops with the second launch and the scratch
-# buffers: GAE 128 x 8192 about 46 -> 29 us in the sweep, on a host where a bare launch took ~25.
+# 8 x 16384 GAE 5.1 -> 12.0.) More rows (same A/B tool, `_ab/wide`: the bounds above against
+# 64 programs an SM), before -> one chunk:
+#              GAE          TD(lambda)   returns      traces       action form
+#   768 x 4096  25.2 -> 17.4 19.2 -> 15.5 14.3 -> 13.0  7.8 -> 7.3
+#   1024 x 4096 28.9 -> 23.4 26.3 -> 24.0 19.2 -> 18.6  9.9 -> 9.6
+#   2048 x 4096 54.4 -> 42.0 50.2 -> 45.2 41.8 -> 45.4 24.2 -> 21.6
+#   4096 x 4096 104.9 -> 79.4 96.2 -> 86.7 79.3 -> 87.8 43.9 -> 40.2
+#   384 x 8192  24.6 -> 20.9 18.3 -> 22.0 14.4 -> 16.9  9.4 -> 9.4  68.3 -> 63.4
+#   512 x 8192  28.7 -> 28.8 25.8 -> 35.9 18.6 -> 24.5 10.9 -> 11.1 76.3 -> 82.6
+# (Retrace 384 x 8192 32.1 -> 33.6; 512 x 6000 lost for every form.) So GAE and the forward
+# kernel take 4096-step rows on up to 32 programs an SM (4224 rows, the most timed), TD(lambda)
+# (and the discounted returns of its kernel) on up to 8, and GAE and the action form 8192-step
+# rows up to 3. The full call drops with the second launch and the scratch buffers: GAE
+# 128 x 8192 about 46 -> 29 us in the sweep, on a host where a bare launch took ~25.
 _ONE_CHUNK = True
 _ONE_CHUNK_MAX_T = 8192
-_ONE_CHUNK_DEFAULT = (4.0, 0.7, 2.0, True)
-_ONE_CHUNK_ROWS = {"vtrace": (2.0, 0.7, 1.0, True), "retrace": (2.0, 0.7, 2.0, False),
-                   "retrace_actions": (1.0, 0.7, 2.0, False), "forward": (4.0, 0.7, 1.0, True)}
+_ONE_CHUNK_DEFAULT = (4.0, 0.7, 2.0, True)  # (the bounds first timed for every form; tests use them)
+_ONE_CHUNK_ROWS = {"gae": (32.0, 0.7, 3.0, True), "td_lambda": (8.0, 0.7, 2.0, True),
+                   "vtrace": (2.0, 0.7, 1.0, True), "retrace": (2.0, 0.7, 2.0, False),
+                   "retrace_actions": (1.0, 0.7, 3.0, False), "forward": (32.0, 0.7, 1.0, True)}
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
 # (`bash benchmarks/device_run.sh lookback`, 2026-11-30-h200-s10 notes), two passes ->
