@@ -521,7 +521,8 @@ def test_one_chunk_rows(name, monkeypatch, poisoned):
     """A whole row of 3000 steps in one chunk of 4096 in the group form, and one of 5000 in one
     chunk of 8192 in the group form scanned in two levels (what Triton < 3.7 compiles; the
     8192-step bound lowered so that one row takes it), against the float64 reference with
-    outputs poisoned (launch._ONE_CHUNK_ROWS); the boundary forms rotate with the estimator."""
+    outputs poisoned (launch._ONE_CHUNK_ROWS); the boundary forms rotate with the estimator.
+    A float64 call keeps the plan before (a walk of 1024-step chunks)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     launch = poisoned
@@ -539,6 +540,10 @@ def test_one_chunk_rows(name, monkeypatch, poisoned):
                   "triton")
             form = None if name in FEATURED else (True if group_tiles else 2)  # (the forward kernel has one)
             assert seen == [(p2, 1, p2, form)], seen
+        # float64 arithmetic keeps the plans before (its registers would spill in such tiles)
+        seen.clear()
+        check(make_case(name, (1, 3000), dtype=torch.float64, seed=63), "triton")
+        assert seen and seen[0][:3] == (1024, 1, 3072), seen
     finally:
         launch.clear_caches()
 

@@ -161,6 +161,9 @@ _FWD_WALK_MAX_T = 16384
 # (and the discounted returns of its kernel) on up to 8, and GAE and the action form 8192-step
 # rows up to 3. The full call drops with the second launch and the scratch buffers: GAE
 # 128 x 8192 about 46 -> 29 us in the sweep, on a host where a bare launch took ~25.
+# Float64 arithmetic keeps the plans before: a whole row takes twice the registers (ptxas,
+# Triton 3.6: V-trace's 8192-step row on 16 warps spills 3.1 KB a thread, GAE's 220 bytes;
+# V-trace's 4096-step row 256), and no float64 call was timed.
 _ONE_CHUNK = True
 _ONE_CHUNK_MAX_T = 8192
 _ONE_CHUNK_DEFAULT = (4.0, 0.7, 2.0, True)  # (the bounds first timed for every form; tests use them)
@@ -1333,6 +1336,12 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     return args, meta
 
 
+def _one_chunk_form(form: str, p: Problem) -> str | None:
+    """The kernel form whose ``_ONE_CHUNK_ROWS`` bounds the call's plan takes: None (never a
+    whole row in one chunk) for float64 arithmetic, whose registers those tiles would spill."""
+    return None if p.dtype == torch.float64 else form
+
+
 def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor, ...]:
     """Launch the fused kernel of a backward estimator; outputs in the caller's layout."""
     T = p.T
@@ -1347,7 +1356,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own, no wide ones
     kform = "retrace_actions" if "action_values" in raw else kind
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
-                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform), form=kform)
+                  long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
+                  form=_one_chunk_form(kform, p))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
@@ -1461,6 +1471,6 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
         G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
-                  few=_TM_FEW_TILES.get("forward"), form="forward")
+                  few=_TM_FEW_TILES.get("forward"), form=_one_chunk_form("forward", p))
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
