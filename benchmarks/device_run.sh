@@ -170,7 +170,9 @@ for stage in $stages; do
     one-chunk-ab)
       # launch._ONE_CHUNK_ROWS: the GPU tests of whole rows in one chunk (every kernel form on
       # the widest bounds) and of 512 x 4096, then an A/B of the plans before (_ab/one/base:
-      # the tree before the rule) against the rule on every form (_ab/one/all); carry _ab
+      # the tree before the rule) against the rule on every form (_ab/one/all); carry _ab, made
+      # here with `git archive b98317f~1 rltriton | tar -x -C _ab/one/base` and a copy of
+      # rltriton/ whose launch.py has `_ONE_CHUNK_ROWS = {}`
       gpu_tests "${TESTS_TIMEOUT:-240}" "one_chunk or 512x4096 or awkward" one_chunk_tests.log
       timeout "${AB_SECONDS:-330}" python3 benchmarks/ab.py _ab/one/base _ab/one/all \
         --est gae,td_lambda,discounted_returns,vtrace,retrace,retrace_av,traces,prefix_sum \
