@@ -980,3 +980,23 @@ def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):
     assert seen == [(True, False, 16), (True, False, 2), (True, True, 16),
                     (2, False, 16), (False, False, 2), (False, True, 16)], seen
 
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace_av"])
+def test_rows_beyond_int32_times(name, monkeypatch):
+    """The backward kernels count time in int32 (``scan.chunk_times``), so the Triton
+    backend refuses rows longer than ``launch._MAX_T`` steps with a ValueError that names
+    the limit, the length and the way out (here the limit lowered to 8 steps: 2**31 steps
+    do not fit in a test). A row at the limit runs."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_MAX_T", 8)
+    launch.clear_caches()
+    try:
+        with pytest.raises(ValueError, match=r"at most 8 steps .*got 9 steps; use backend='torch'"):
+            make_case(name, (2, 9), seed=3)(backend="triton")
+        check(make_case(name, (2, 8), seed=3), "triton")
+    finally:
+        launch.clear_caches()

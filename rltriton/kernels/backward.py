@@ -55,6 +55,7 @@ from rltriton.kernels.scan import (
     scan_step_lagged,
     segment_setup,
     store_summary,
+    t_off,
 )
 
 
@@ -138,8 +139,8 @@ def gae_kernel(
                 SEG_GROUPS=SEG_GROUPS,
             )
             adv = group_order(adv, r)
-            tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, adv, mask=mask)
-            tl.store(tgt_ptr + rows_t * s_o_n + ts * s_o_t, adv + v, mask=mask)
+            tl.store(adv_ptr + rows_t * s_a_n + t_off(ts, s_a_t), adv, mask=mask)
+            tl.store(tgt_ptr + rows_t * s_o_n + t_off(ts, s_o_t), adv + v, mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
@@ -188,7 +189,13 @@ def _td_lambda_chunks(
             HAS_VALUES, HAS_TRUNC, NV_MODE, DT,
         )
         cont = (ts + 1 < T) & (done == 0)
-        alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
+        if NV_MODE == 0 and not HAS_VALUES and not (G_TENSOR or L_TENSOR):
+            # discounted returns with no bootstrap: nv is 0 and the scalars are finite, so the
+            # bootstrap term is 0 exactly; 0 * g cannot be folded by the compiler (a NaN g
+            # would make it NaN), which cost 4 instructions an element
+            alpha = tl.where(mask, r, 0.0)
+        else:
+            alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1:
             ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD, CUT)
@@ -200,7 +207,7 @@ def _td_lambda_chunks(
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD, CUT,
             )
             out = group_order(out, r)
-            tl.store(out_ptr + rows_t * s_o_n + ts * s_o_t, out, mask=mask)
+            tl.store(out_ptr + rows_t * s_o_n + t_off(ts, s_o_t), out, mask=mask)
             if CHECK:
                 acc += out * 0.0
     if CHECK:
@@ -334,8 +341,8 @@ def vtrace_kernel(
             inside = (ts + 1 < T) & (done == 0)
             q_in = r + gk * (lm * (v_next + d_next) + (1.0 - lm) * nv)
             q = tl.where(inside, q_in, r + gk * nv)
-            tl.store(vs_ptr + rows_t * s_vs_n + ts * s_vs_t, v + d, mask=mask)
-            tl.store(pg_ptr + rows_t * s_pg_n + ts * s_pg_t, clip_max(ratio, pg_bar) * (q - v), mask=mask)
+            tl.store(vs_ptr + rows_t * s_vs_n + t_off(ts, s_vs_t), v + d, mask=mask)
+            tl.store(pg_ptr + rows_t * s_pg_n + t_off(ts, s_pg_t), clip_max(ratio, pg_bar) * (q - v), mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
 
@@ -388,8 +395,8 @@ def _actions_vec4(av_ptr, s_av_n, s_av_t, pi_ptr, s_pi_n, s_pi_t, blp_ptr, s_blp
     """:func:`_actions_loop` for 4 contiguous float32 actions per step at 16-byte aligned
     addresses: one vector load of each step's action values and one of its probabilities,
     the taken action's picked from registers."""
-    a0, a1, a2, a3 = _load4(av_ptr + rows * s_av_n + ts * s_av_t, mask)
-    p0, p1, p2, p3 = _load4(pi_ptr + rows * s_pi_n + ts * s_pi_t, mask)
+    a0, a1, a2, a3 = _load4(av_ptr + rows * s_av_n + t_off(ts, s_av_t), mask)
+    p0, p1, p2, p3 = _load4(pi_ptr + rows * s_pi_n + t_off(ts, s_pi_t), mask)
     v = p0 * a0 + p1 * a1 + p2 * a2 + p3 * a3
     q = tl.where(a_t == 0, a0, tl.where(a_t == 1, a1, tl.where(a_t == 2, a2, a3)))
     pi_a = tl.where(a_t == 0, p0, tl.where(a_t == 1, p1, tl.where(a_t == 2, p2, p3)))
@@ -409,7 +416,7 @@ def _action_form(av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
     call) reads each step's actions as one vector load (:func:`_actions_vec4`); else a loop
     over the actions (:func:`_actions_loop`). There is no run-time fallback in the vector form:
     compiled beside it, the loop made the kernel up to 2x slower (H200, launch._RETRACE_AV_VEC)."""
-    a_t = tl.load(act_ptr + rows * s_act_n + ts * s_act_t, mask=mask, other=0).to(tl.int64)
+    a_t = tl.load(act_ptr + rows * s_act_n + t_off(ts, s_act_t), mask=mask, other=0).to(tl.int64)
     # actions outside [0, A) are the caller's error, not checked (that would synchronize):
     # clamped, so that no load leaves the action axis
     a_t = tl.minimum(tl.maximum(a_t, 0), A - 1)
@@ -509,8 +516,8 @@ def retrace_kernel(
                 )
                 h_next = group_order(h_next, r)
                 d = r - q + tl.where(inside, g * h_next, edge)
-                tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)
-                tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, q + d - v, mask=mask)
+                tl.store(qt_ptr + rows_t * s_qt_n + t_off(ts, s_qt_t), q + d, mask=mask)
+                tl.store(adv_ptr + rows_t * s_a_n + t_off(ts, s_a_t), q + d - v, mask=mask)
         else:
             if ACTION_FORM:
                 q, v, _lr = _action_form(
@@ -549,6 +556,6 @@ def retrace_kernel(
                     TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS,
                 )
                 d = group_order(d, r)
-                tl.store(qt_ptr + rows_t * s_qt_n + ts * s_qt_t, q + d, mask=mask)
-                tl.store(adv_ptr + rows_t * s_a_n + ts * s_a_t, q + d - v, mask=mask)
+                tl.store(qt_ptr + rows_t * s_qt_n + t_off(ts, s_qt_t), q + d, mask=mask)
+                tl.store(adv_ptr + rows_t * s_a_n + t_off(ts, s_a_t), q + d - v, mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)

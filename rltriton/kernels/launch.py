@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from rltriton.assigner import CreditAssigner, Problem
 
 _NV_NONE, _NV_NEXT, _NV_BOOTSTRAP, _NV_LAST = 0, 1, 2, 3
+# The backward kernels count time in int32 (scan.chunk_times: a compare or an add of steps
+# is one instruction where int64 took two; TD(lambda) [4, 64] on 2 warps 304 -> 280 SASS
+# instructions a thread, Triton 3.6): rows of at most this many steps, so that a chunk's
+# last step (T rounded up to a chunk of at most 16384) stays below 2**31.
+_MAX_T = 2**31 - 2**15
 _TILE = 2048  # most elements of a [BLOCK_N, BLOCK_T] tile
 _MAX_BLOCK_T = 2048  # rows up to this many steps are one chunk (no carry between chunks)
 _LOOP_BLOCK_T = 1024  # chunk of longer rows that are not split in time
@@ -1345,6 +1350,9 @@ def _one_chunk_form(form: str, p: Problem) -> str | None:
 def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor, ...]:
     """Launch the fused kernel of a backward estimator; outputs in the caller's layout."""
     T = p.T
+    if T > _MAX_T:
+        raise ValueError(f"the Triton backend takes rows of at most {_MAX_T} steps (its kernels count time in "
+                         f"int32), got {T} steps; use backend='torch' for longer rows")
     R = p.shape.numel() // T
     raw = p.raw
     rows = _Rows(p)

@@ -70,21 +70,34 @@ def times(b, x, CUT: tl.constexpr = False):
 
 
 @triton.jit
+def madd(a, b, x, CUT: tl.constexpr = False):
+    """a + b * x (one FMA); with ``CUT``, ``a`` where b is 0 whatever x is: the cut of
+    :func:`times` as a select after the FMA. Selecting the product before the add cost a
+    multiply, a select and an add where this takes an FMA and a select, and the cut scans'
+    combines and group steps are almost all of this form (Triton 3.6, sm_90: TD(lambda)
+    [1, 2048] on 16 warps 432 -> 384 SASS instructions a thread, 352 uncut)."""
+    if CUT:
+        return tl.where(b == 0, a, a + b * x)
+    else:
+        return a + b * x
+
+
+@triton.jit
 def affine_combine_cut(a_acc, b_acc, a_new, b_new):
     """:func:`affine_combine` for a recursion cut where b = 0 (:func:`times`)."""
-    return a_new + times(b_new, a_acc, True), b_new * b_acc
+    return madd(a_new, b_new, a_acc, True), b_new * b_acc
 
 
 @triton.jit
 def affine_after_cut(a_acc, b_acc, a_new, b_new):
     """:func:`affine_after` for a recursion cut where b = 0 (:func:`times`)."""
-    return a_acc + times(b_acc, a_new, True), b_acc * b_new
+    return madd(a_acc, b_acc, a_new, True), b_acc * b_new
 
 
 @triton.jit
 def affine_combine_lagged_cut(p_acc, q_acc, x_acc, y_acc, p_new, q_new, x_new, y_new):
     """:func:`affine_combine_lagged` for a recursion cut where b = 0 (:func:`times`)."""
-    return p_new * p_acc, q_new * p_acc, x_new + times(p_new, x_acc, True), y_new + times(q_new, x_acc, True)
+    return p_new * p_acc, q_new * p_acc, madd(x_new, p_new, x_acc, True), madd(y_new, q_new, x_acc, True)
 
 
 @triton.jit
@@ -161,7 +174,7 @@ def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr =
         return out, c
     else:
         a, b = scan_maps(alpha, beta, REV, CUT)
-        out = a + times(b, carry[:, None], CUT)
+        out = madd(a, b, carry[:, None], CUT)
         return out, last_column(out, REV)
 
 
@@ -213,7 +226,7 @@ def group_steps(alpha, beta, CUT: tl.constexpr = False):
     b1 = group_pick(beta, 1)
     b2 = group_pick(beta, 2)
     b3 = group_pick(beta, 3)
-    fa = a0 + times(b0, a1 + times(b1, a2 + times(b2, a3, CUT), CUT), CUT)
+    fa = madd(a0, b0, madd(a1, b1, madd(a2, b2, a3, CUT), CUT), CUT)
     return a0, a1, a2, a3, b0, b1, b2, b3, fa, b0 * b1 * b2 * b3
 
 
@@ -247,11 +260,11 @@ def group_scan(alpha, beta, carry, CUT: tl.constexpr = False, SEG_GROUPS: tl.con
     else:
         _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
     c = carry[:, None]
-    e = y + times(q, c, CUT)  # the state entering each group (after it in time)
-    s3 = a3 + times(b3, e, CUT)
-    s2 = a2 + times(b2, s3, CUT)
-    s1 = a1 + times(b1, s2, CUT)
-    s0 = a0 + times(b0, s1, CUT)
+    e = madd(y, q, c, CUT)  # the state entering each group (after it in time)
+    s3 = madd(a3, b3, e, CUT)
+    s2 = madd(a2, b2, s3, CUT)
+    s1 = madd(a1, b1, s2, CUT)
+    s0 = madd(a0, b0, s1, CUT)
     # the carry out is the earliest step's state, taken from the states (the layout they are
     # in) rather than as x + p c from the scan's own: with Triton 3.6 that mixed the two
     # layouts in a chunk loop, and the carry's broadcast became a whole-tile conversion
@@ -271,7 +284,9 @@ def group_map(alpha, beta, CUT: tl.constexpr = False):
 @triton.jit
 def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
                 ROWS: tl.constexpr = 1):
-    """Times (int64) of the i-th chunk in scan order of segment ``seg`` of a backward
+    """Times (int32: every compare with T and every step arithmetic is one instruction where
+    int64 took two; :func:`t_off` widens them for an address; the launcher keeps T below
+    ``launch._MAX_T``) of the i-th chunk in scan order of segment ``seg`` of a backward
     estimator, in one of three forms:
 
     * group form (``GROUP_TILES``) [1, BT/G, G]: group g holds steps ``t_hi - G g - (G-1)
@@ -288,19 +303,19 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
       [1, BT, 1] before, its reshape cost Triton 3.6 224 shuffles per thread at [128, 16]
       on 4 warps and 3.8 four more layout conversions; as [1, BT] none and two fewer."""
     c = n_chunks - 1 - i
-    t_lo = tl.cast(seg, tl.int64) * SEG + tl.cast(c, tl.int64) * BLOCK_T
+    t_lo = seg * SEG + c * BLOCK_T
     if TIME_MAJOR:
-        return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T)[None, :]
     elif GROUP_TILES:
         G: tl.constexpr = 4 if BLOCK_T >= 4 else BLOCK_T
         g = tl.arange(0, ROWS * (BLOCK_T // G))
         if ROWS > 1:
             g = g % (BLOCK_T // G)
-        g = g.to(tl.int64)[None, :, None]
-        k = tl.arange(0, G).to(tl.int64)[None, None, :]
+        g = g[None, :, None]
+        k = tl.arange(0, G)[None, None, :]
         return t_lo + (BLOCK_T - G) - G * g + k
     else:
-        return t_lo + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+        return t_lo + tl.arange(0, BLOCK_T)[None, :]
 
 
 @triton.jit
@@ -364,9 +379,16 @@ def group_order(x, like):
 
 
 @triton.jit
+def t_off(ts, s_t):
+    """``ts * s_t`` in int64: the times of :func:`chunk_times` are int32, their product with a
+    stride (the row count, time-major) need not fit."""
+    return ts.to(tl.int64) * s_t
+
+
+@triton.jit
 def load_tile(ptr, rows, ts, s_n, s_t, mask, DT: tl.constexpr, other=0.0):
     """Load ``ptr[rows * s_n + ts * s_t]`` (int64 offsets) and convert to ``DT``."""
-    return tl.load(ptr + rows * s_n + ts * s_t, mask=mask, other=other).to(DT)
+    return tl.load(ptr + rows * s_n + t_off(ts, s_t), mask=mask, other=other).to(DT)
 
 
 @triton.jit
@@ -402,7 +424,7 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP_T
         # that group's step 0 (the tile's own layout: a load of its own at the groups'
         # last steps made Triton 3.6 convert its layout twice)
         k = tl.arange(0, 4)[None, None, :]
-        later = tl.load(ptr + rows[:, :, None] * s_n + (ts + 4) * s_t,
+        later = tl.load(ptr + rows[:, :, None] * s_n + t_off(ts + 4, s_t),
                         mask=row_mask[:, :, None] & (k == 0) & (ts + 4 < T), other=0.0).to(DT)
         return group_tile(group_pick(x, 1), group_pick(x, 2), group_pick(x, 3), group_pick(later, 0))
     elif ts.shape[2] == 4:
@@ -412,9 +434,9 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP_T
         x0, x2 = tl.split(even)
         x1, x3 = tl.split(odd)
         # each group's last step, split out of the times like x3 out of x (same layout)
-        t_even, t_odd = tl.split(tl.reshape(ts + tl.zeros(x.shape, tl.int64), [BN, NG, 2, 2]))
+        t_even, t_odd = tl.split(tl.reshape(ts + tl.zeros(x.shape, ts.dtype), [BN, NG, 2, 2]))
         _t1, t_last = tl.split(t_odd)
-        e = tl.load(ptr + rows * s_n + (t_last + 1) * s_t, mask=row_mask & (t_last + 1 < T), other=0.0).to(DT)
+        e = tl.load(ptr + rows * s_n + t_off(t_last + 1, s_t), mask=row_mask & (t_last + 1 < T), other=0.0).to(DT)
         # next of steps (0, 2) is (1, 3); next of steps (1, 3) is (2, e)
         return tl.reshape(tl.join(tl.join(x1, x3), tl.join(x2, e)), [BN, NG, 4])
     else:
@@ -436,7 +458,7 @@ def load_next_only(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP
 @triton.jit
 def load_flag(ptr, rows, ts, s_n, s_t, mask):
     """A flag tile as int1 (nonzero = set; bool, integer or float storage)."""
-    return tl.load(ptr + rows * s_n + ts * s_t, mask=mask, other=0) != 0
+    return tl.load(ptr + rows * s_n + t_off(ts, s_t), mask=mask, other=0) != 0
 
 
 @triton.jit
@@ -447,7 +469,7 @@ def load_coef(ptr, hi, lo, rows, ts, s_n, s_t, mask, IS_TENSOR: tl.constexpr, DT
     float64 kernel ``hi + lo`` restores the double to ~48 bits; in float32 it is ``hi``.
     """
     if IS_TENSOR:
-        return tl.load(ptr + rows * s_n + ts * s_t, mask=mask, other=0.0).to(DT)
+        return tl.load(ptr + rows * s_n + t_off(ts, s_t), mask=mask, other=0.0).to(DT)
     else:
         return tl.cast(hi, DT) + tl.cast(lo, DT)
 
@@ -542,7 +564,7 @@ def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexp
 @triton.jit
 def compose(sa, sb, ca, cb, CUT: tl.constexpr = False):
     """Running segment map (sa, sb), already scanned, followed by a chunk map (ca, cb)."""
-    return ca + times(cb, sa, CUT), cb * sb
+    return madd(ca, cb, sa, CUT), cb * sb
 
 
 @triton.jit
@@ -630,7 +652,7 @@ def segment_carry_in(
         pick = cols == k - 1
         sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
         sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
-        return tl.where(k == 0, init, sel_a + times(sel_b, init, CUT))
+        return tl.where(k == 0, init, madd(sel_a, sel_b, init, CUT))
     else:
         # keep this order (masks and pick before the loads): with pick computed after the
         # scan, V-trace's PHASE 2 took 142 registers again with Triton 3.6
@@ -644,7 +666,7 @@ def segment_carry_in(
         sel_a = tl.sum(tl.where(pick, ca, 0.0), axis=1)
         sel_b = tl.sum(tl.where(pick, cb, 0.0), axis=1)
         first = seg == n_segs - 1
-        return tl.where(first, init, sel_a + times(sel_b, init, CUT))
+        return tl.where(first, init, madd(sel_a, sel_b, init, CUT))
 
 
 @triton.jit
@@ -789,16 +811,16 @@ def lookback_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, se
             ta, tb = scan_maps(a_j, b_j, False, CUT)
             win_a = last_column(ta)
             win_b = last_column(tb)
-            new_a = acc_a + times(acc_b, win_a, CUT)
+            new_a = madd(acc_a, acc_b, win_a, CUT)
             new_b = acc_b * win_b
             found = (done == 0) & ready & (k_inc <= W)
             advance = (done == 0) & ready & (k_inc > W)
-            carry = tl.where(found, new_a + times(new_b, tl.sum(x_j, axis=1), CUT), carry)
+            carry = tl.where(found, madd(new_a, new_b, tl.sum(x_j, axis=1), CUT), carry)
             acc_a = tl.where(advance, new_a, acc_a)
             acc_b = tl.where(advance, new_b, acc_b)
             base = tl.where(advance[:, None], base + step * W, base)
             done = done | found
-    incl = agg_a + times(agg_b, carry, CUT)
+    incl = madd(agg_a, agg_b, carry, CUT)
     tl.store(incl_ptr + off, incl[:, None], mask=row_mask)
     tl.atomic_xchg(state_ptr + 1 + off, tl.full(off.shape, 2, tl.int32), mask=row_mask, sem="release")
     return carry
@@ -918,7 +940,7 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
         a, b = scan_maps(alpha, beta, REV, CUT)
         c = one_pass_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
                            last_column(a, REV), last_column(b, REV), carry, PHASE, REVERSE, W, CUT)
-        out = a + times(b, c[:, None], CUT)
+        out = madd(a, b, c[:, None], CUT)
         return out, last_column(out, REV)
     else:
         return scan_tile(alpha, beta, carry, REV, CUT, SEG_GROUPS)
