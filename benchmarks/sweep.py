@@ -5,6 +5,7 @@
     SWEEP_STAGES=1 python benchmarks/sweep.py gae                      # plain chunk loops only
     SWEEP_BIG=1 python benchmarks/sweep.py traces 128x8192             # chunks of 4096-8192 steps too
     SWEEP_ONE_CHUNK=1 python benchmarks/sweep.py gae 32x8192           # only whole rows in one chunk
+    SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1 python benchmarks/sweep.py gae 512x2048   # [T, N], 4-8 rows a tile
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan_for`` and a set of
 forced plans (CUDA-graph device time), and prints the best one; with SWEEP_TIME_MAJOR the
@@ -56,9 +57,38 @@ def few_rows(R: int, T: int, p2: int) -> list:
                     out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True, st))
     return out
 
+def narrow_rows(R: int, T: int, p2: int) -> list:
+    """Time-major tiles of 4 or 8 rows (one 16- or 32-byte access along rows a thread, every
+    lane along time) for R >= 64 rows: a whole row in one chunk of up to 8192 steps (one
+    pass, no split), or chunks of 256-2048 steps split into segments for 1-16 programs per
+    SM, 4-32 elements a thread."""
+    out = []
+    for bn in (4, 8):
+        row_blocks = -(-R // bn)
+        if p2 <= 8192:
+            for w in (1, 2, 4, 8, 16):
+                if 4 <= bn * p2 // (32 * w) <= 32:
+                    out.append(launch.Plan(bn, p2, w, 1, p2, False, True, 1))
+        for bt in (256, 512, 1024, 2048):
+            if bt >= p2:
+                continue
+            n_chunks = -(-T // bt)
+            w = max(1, bn * bt // (32 * 16))
+            for s in (2, 4, 8, 16, 32, 64):
+                if s > n_chunks or not 132 <= row_blocks * s <= 16 * 132:
+                    continue
+                per = -(-n_chunks // s)
+                for st in STAGES:
+                    if st == 1 or per >= 2:
+                        out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, True, st))
+    return out
+
+
 def candidates(R: int, T: int):
     p2 = 1 << (max(T, 1) - 1).bit_length()
     out = []
+    if TM_NARROW:
+        return narrow_rows(R, T, p2) if R >= 64 else []
     if ONE_CHUNK:
         # a whole row in one chunk of 2048-16384 steps, one program a row, one launch: no
         # split's second pass and scratch, no chunk loop's carry hand-over (ptxas caps 16
@@ -126,6 +156,9 @@ BIG_TILES = ((4096, 8), (4096, 16), (8192, 16), (8192, 32)) if os.environ.get("S
 # SWEEP_ONE_CHUNK=1: only the plans that hold a whole row in one chunk (see candidates), each
 # with its full call beside its device time
 ONE_CHUNK = bool(os.environ.get("SWEEP_ONE_CHUNK"))
+# SWEEP_TM_NARROW=1 (with SWEEP_TIME_MAJOR=1): only the time-major tiles of 4 or 8 rows
+# (narrow_rows), against the default plan
+TM_NARROW = TIME_MAJOR and bool(os.environ.get("SWEEP_TM_NARROW"))
 SHAPES = [(32768, 8), (16384, 16), (8192, 32), (32768, 64), (4096, 128), (16384, 512), (4096, 512), (4096, 2048),
           (512, 512), (512, 2048), (512, 4096), (256, 1024), (128, 1024), (64, 512), (64, 65536), (16, 262144),
           (1, 1048576)]
