@@ -201,7 +201,14 @@ def group_pick(x, j: tl.constexpr):
     """Step ``j`` of each group of a [BN, NG, 4] group-form tile, as [BN, NG]: a masked sum
     over the group, which lies inside one thread (register selects, no shuffles)."""
     k = tl.arange(0, 4)[None, None, :]
-    return tl.sum(tl.where(k == j, x, tl.zeros_like(x)), axis=2)
+    # -0.0 beside the step: x + -0.0 is x for every x, so the sum folds to the step itself,
+    # where x + 0.0 cannot (-0.0 + 0.0 is 0.0) and cost an add a pick. Made from its bits:
+    # tl.full stores -0.0 as 0.0, and Triton negates as 0 - x.
+    if x.dtype == tl.float64:
+        nz = tl.full(x.shape, -9223372036854775808, tl.int64).to(tl.float64, bitcast=True)
+    else:
+        nz = tl.full(x.shape, -2147483648, tl.int32).to(tl.float32, bitcast=True)
+    return tl.sum(tl.where(k == j, x, nz), axis=2)
 
 
 @triton.jit
