@@ -57,6 +57,19 @@ def few_rows(R: int, T: int, p2: int) -> list:
                     out.append(launch.Plan(bn, bt, w, segs, per * bt, False, True, st))
     return out
 
+def split_plans(bn: int, bt: int, w: int, n_chunks: int, segs, time_major: bool) -> list:
+    """Plans of ``bn`` rows by ``bt``-step chunks on ``w`` warps cut into about ``s`` segments
+    of whole chunks for each ``s`` of ``segs``; each with the chunk loop of every depth of
+    STAGES where a program walks at least 2 chunks (plain otherwise)."""
+    out = []
+    for s in segs:
+        per = -(-n_chunks // s)
+        for st in STAGES:
+            if st == 1 or per >= 2:
+                out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, time_major, st))
+    return out
+
+
 def narrow_rows(R: int, T: int, p2: int) -> list:
     """Time-major tiles of 4 or 8 rows (one 16- or 32-byte access along rows a thread, every
     lane along time) for R >= 64 rows: a whole row in one chunk of up to 8192 steps (one
@@ -74,13 +87,8 @@ def narrow_rows(R: int, T: int, p2: int) -> list:
                 continue
             n_chunks = -(-T // bt)
             w = max(1, bn * bt // (32 * 16))
-            for s in (2, 4, 8, 16, 32, 64):
-                if s > n_chunks or not 132 <= row_blocks * s <= 16 * 132:
-                    continue
-                per = -(-n_chunks // s)
-                for st in STAGES:
-                    if st == 1 or per >= 2:
-                        out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, True, st))
+            segs = [s for s in (2, 4, 8, 16, 32, 64) if s <= n_chunks and 132 <= row_blocks * s <= 16 * 132]
+            out += split_plans(bn, bt, w, n_chunks, segs, True)
     return out
 
 
@@ -116,11 +124,7 @@ def candidates(R: int, T: int):
             n_chunks = -(-T // bt)
             segs = [1] + [s for s in (2, 4, 8, 16, 32, 64)
                           if s <= n_chunks and 132 <= row_blocks * s <= 16 * 132]
-            for s in segs:
-                per = -(-n_chunks // s)
-                for st in STAGES:
-                    if st == 1 or per >= 2:
-                        out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, True, st))
+            out += split_plans(bn, bt, w, n_chunks, segs, True)
         return out
     if T <= 128:
         for tile, w in ((256, 1), (256, 2), (512, 2), (1024, 4), (2048, 4), (2048, 8)):
@@ -137,11 +141,8 @@ def candidates(R: int, T: int):
                     s = min(n_chunks, s)
                     if s > 1 and s not in segs:
                         segs.append(s)
-                for s in segs:
-                    per = -(-n_chunks // s)
-                    for st in STAGES:  # (pipelined chunk loops, as the time-major tiles')
-                        if st == 1 or per >= 2:
-                            out.append(launch.Plan(bn, bt, w, -(-n_chunks // per), per * bt, False, False, st))
+                # (pipelined chunk loops, as the time-major tiles')
+                out += split_plans(bn, bt, w, n_chunks, segs, False)
                 if n_chunks > 1 and bn == 1:  # single-pass look-back: one chunk per segment
                     out.append(launch.Plan(1, bt, w, n_chunks, bt, True))
     return out

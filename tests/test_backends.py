@@ -981,7 +981,6 @@ def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):
                     (2, False, 16), (False, False, 2), (False, True, 16)], seen
 
 
-
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace_av"])
 def test_rows_beyond_int32_times(name, monkeypatch):
     """The backward kernels count time in int32 (``scan.chunk_times``), so the Triton

@@ -514,11 +514,11 @@ def _next_pow2(x: int) -> int:
     return 1 << (x - 1).bit_length() if x > 1 else 1
 
 
-def _one_chunk_warps(programs: int, T: int, sms: int, bounds: tuple[float, float, float, bool] | None) -> int:
-    """Warps of a program holding a whole row of ``T`` steps in one chunk of next_pow2(T)
-    (``_ONE_CHUNK``), or 0 where the plan should not: ``bounds`` as in ``_ONE_CHUNK_ROWS``
-    (None: never)."""
-    p2 = _next_pow2(max(T, 1))
+def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
+                     bounds: tuple[float, float, float, bool] | None) -> int:
+    """Warps of a program holding a whole row of ``T`` steps in one chunk of ``p2`` =
+    next_pow2(T) (``_ONE_CHUNK``), or 0 where the plan should not: ``bounds`` as in
+    ``_ONE_CHUNK_ROWS`` (None: never)."""
     if not _ONE_CHUNK or bounds is None or not _MAX_BLOCK_T < p2 <= _ONE_CHUNK_MAX_T:
         return 0
     most_4k, fewest_8k, most_8k, unaligned = bounds
@@ -576,7 +576,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         block_n = 1
     block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
-    whole = _one_chunk_warps(programs, T, sms, one_chunk)
+    whole = _one_chunk_warps(programs, T, p2, sms, one_chunk)
     if whole:
         return Plan(1, p2, whole, 1, p2)
     loop_warps, split_steps, split_warps = long_rows
