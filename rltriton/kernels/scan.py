@@ -643,7 +643,7 @@ def segment_carry_in(
                            mask=row_mask & (cols > 0) & (before >= 0) & (before < n_segs), other=1.0)
         excl = tl.cumprod(b_before, axis=1)
         total_b = tl.reduce(b, 1, _product)
-        return tl.sum(times(excl, a, CUT), axis=1) + times(total_b, init, CUT)
+        return madd(tl.sum(times(excl, a, CUT), axis=1), total_b, init, CUT)
     if TIME_MAJOR or not REVERSE:
         if REVERSE:
             segs = n_segs - 1 - cols
