@@ -994,7 +994,7 @@ def test_rows_beyond_int32_times(name, monkeypatch):
     monkeypatch.setattr(launch, "_MAX_T", 8)
     launch.clear_caches()
     try:
-        with pytest.raises(ValueError, match=r"at most 8 steps .*got 9 steps; use backend='torch'"):
+        with pytest.raises(ValueError, match=r"expected rows of at most 8 steps .*got 9 steps; use backend='torch'"):
             make_case(name, (2, 9), seed=3)(backend="triton")
         check(make_case(name, (2, 8), seed=3), "triton")
     finally:

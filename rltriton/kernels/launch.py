@@ -1351,8 +1351,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     """Launch the fused kernel of a backward estimator; outputs in the caller's layout."""
     T = p.T
     if T > _MAX_T:
-        raise ValueError(f"the Triton backend takes rows of at most {_MAX_T} steps (its kernels count time in "
-                         f"int32), got {T} steps; use backend='torch' for longer rows")
+        raise ValueError(f"expected rows of at most {_MAX_T} steps for the Triton backend (its kernels count time "
+                         f"in int32), got {T} steps; use backend='torch' for longer rows")
     R = p.shape.numel() // T
     raw = p.raw
     rows = _Rows(p)
