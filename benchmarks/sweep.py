@@ -6,6 +6,7 @@
     SWEEP_BIG=1 python benchmarks/sweep.py traces 128x8192             # chunks of 4096-8192 steps too
     SWEEP_ONE_CHUNK=1 python benchmarks/sweep.py gae 32x8192           # only whole rows in one chunk
     SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1 python benchmarks/sweep.py gae 512x2048   # [T, N], 4-8 rows a tile
+    SWEEP_LANES=1 python benchmarks/sweep.py td_lambda 32768x64        # rows across lanes (GROUP_TILES = 4)
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan_for`` and a set of
 forced plans (CUDA-graph device time), and prints the best one; with SWEEP_TIME_MAJOR the
@@ -97,6 +98,11 @@ def candidates(R: int, T: int):
     out = []
     if TM_NARROW:
         return narrow_rows(R, T, p2) if R >= 64 else []
+    if LANES:
+        # rows across a few lanes each (launch._ROW_LANES, GROUP_TILES = 4): SWEEP_LANE_SHAPES
+        # lists warps:m, a tile of 32 x warps x m / L rows (m rows for each lane of a row)
+        lanes = launch._lanes_per_row(p2)
+        return [launch.Plan(32 * w * m // lanes, p2, w, 1, p2, lanes=True) for w, m in LANE_SHAPES if p2 >= 4]
     if ONE_CHUNK:
         # a whole row in one chunk of 2048-16384 steps, one program a row, one launch: no
         # split's second pass and scratch, no chunk loop's carry hand-over (ptxas caps 16
@@ -160,6 +166,11 @@ ONE_CHUNK = bool(os.environ.get("SWEEP_ONE_CHUNK"))
 # SWEEP_TM_NARROW=1 (with SWEEP_TIME_MAJOR=1): only the time-major tiles of 4 or 8 rows
 # (narrow_rows), against the default plan
 TM_NARROW = TIME_MAJOR and bool(os.environ.get("SWEEP_TM_NARROW"))
+# SWEEP_LANES=1: only the lanes tiles (launch._ROW_LANES; SWEEP_LANE_SHAPES: warps:m), against the
+# default plan without them
+LANES = bool(os.environ.get("SWEEP_LANES"))
+LANE_SHAPES = [tuple(int(v) for v in x.split(":"))
+               for x in os.environ.get("SWEEP_LANE_SHAPES", "1:1,2:1,4:1,1:2,2:2").split(",")]
 SHAPES = [(32768, 8), (16384, 16), (8192, 32), (32768, 64), (4096, 128), (16384, 512), (4096, 512), (4096, 2048),
           (512, 512), (512, 2048), (512, 4096), (256, 1024), (128, 1024), (64, 512), (64, 65536), (16, 262144),
           (1, 1048576)]
@@ -187,6 +198,8 @@ def main() -> None:
                                                             launch._LONG_ROWS_DEFAULT),
                             few=launch._TM_FEW_TILES.get(FEW_ROWS_KIND[name]), forward=FEW_ROWS_KIND[name] == "forward",
                             form=FEW_ROWS_KIND[name])
+        if LANES:
+            launch._ROW_LANES = False
         default = device_time_us(lambda c=case: c(backend="triton"))
         if ONE_CHUNK:
             full = full_call_us(lambda c=case: c(backend="triton"))

@@ -999,3 +999,67 @@ def test_rows_beyond_int32_times(name, monkeypatch):
         check(make_case(name, (2, 8), seed=3), "triton")
     finally:
         launch.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+def test_lane_tiles(name, monkeypatch, poisoned):
+    """launch._ROW_LANES: short rows across a few lanes each (``GROUP_TILES = 4``,
+    scan.lane_scan): 4 lanes a row (16-step tiles: T = 9, padded inside the tile) and 8
+    (T = 32, one column of groups a thread; T = 63, two columns and a padded step), every
+    bootstrap form, truncations and terminations, both Retrace kernel forms (with and without
+    the lagged algebra), a last tile of fewer rows, against the float64 reference. Every form
+    takes the tiles here (the plans give them to TD(lambda), GAE and V-trace only), so the
+    kernel code is checked for all of them."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_ROW_LANES", True)
+    monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0)
+    monkeypatch.setattr(poisoned, "_ROW_LANES_MAX_T", dict.fromkeys(poisoned._FORMS, 64))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.lanes, pl.block_n, pl.block_t))
+    poisoned.clear_caches()
+    try:
+        for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
+            if lagged is not None:
+                monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", lagged)
+                poisoned.clear_caches()
+            for shape in ((37, 9), (20, 32), (11, 63)):
+                for bootstrap in BOOTSTRAP_FORMS:
+                    if name == "retrace_av" and bootstrap == "next_values":
+                        continue
+                    check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
+        # 32 x 4 warps / 4 lanes rows of 16 steps; 16 rows of 32 steps; 32 x 2 warps / 8 rows of 64
+        assert set(seen) == {(4, True, 32, 16), (4, True, 16, 32), (4, True, 8, 64)}, seen
+    finally:
+        poisoned.clear_caches()
+
+
+def test_lane_tiles_reach(monkeypatch):
+    """The lanes tiles (launch._row_lanes_plan) take batch-major rows of _ROW_LANES_MIN_T to
+    the form's _ROW_LANES_MAX_T steps with an SM's worth of programs or more: not 8-step
+    rows, not rows too few, not a form without a bound, not float64 arithmetic (run_backward
+    passes no form then), not with ``_ROW_LANES`` off; time-major rows keep their own tiles."""
+    import torch
+
+    from rltriton.kernels import launch
+    from rltriton.kernels.launch import _row_lanes_plan, plan_for
+
+    monkeypatch.setattr(launch, "_ROW_LANES", True)
+    monkeypatch.setattr(launch, "_ROW_LANES_MIN_T", 16)
+    monkeypatch.setattr(launch, "_ROW_LANES_MAX_T", {"gae": 32, "td_lambda": 64})
+    monkeypatch.setattr(launch, "_ROW_LANES_MIN_PROGRAMS", 1.0)
+    launch.clear_caches()
+    cpu = torch.device("cpu")
+    pl = plan_for(32768, 64, cpu, form="td_lambda", lanes="td_lambda")
+    assert pl.lanes and pl.block_t == 64 and pl.block_n * launch._lanes_per_row(64) == 32 * pl.num_warps, pl
+    assert plan_for(32768, 20, cpu, form="gae", lanes="gae").lanes  # 32-step tiles, padded
+    assert not plan_for(32768, 64, cpu, form="gae", lanes="gae").lanes  # beyond GAE's bound
+    assert not plan_for(32768, 8, cpu, form="td_lambda", lanes="td_lambda").lanes  # two lanes a row
+    assert not plan_for(32768, 32, cpu, form="vtrace", lanes="vtrace").lanes  # no bound for the form
+    assert not plan_for(32768, 32, cpu, form="gae", lanes=None).lanes  # float64: no form passed
+    assert not plan_for(32768, 32, cpu, time_major=True, form="gae", lanes="gae").lanes
+    sms = launch._DEFAULT_SMS
+    rows = 16 * sms  # 16-row tiles of 32 steps on 4 warps: one program an SM
+    assert _row_lanes_plan(rows, 32, sms, "gae") is not None and _row_lanes_plan(rows - 16, 32, sms, "gae") is None
+    monkeypatch.setattr(launch, "_ROW_LANES", False)
+    assert _row_lanes_plan(32768, 32, sms, "gae") is None
+    launch.clear_caches()

@@ -165,7 +165,8 @@ def test_group_scan(shape, name, monkeypatch):
     from rltriton.kernels import launch
 
     settings = {"_GROUP_SCAN": True, "_GROUP_SCAN_MIN_T": 4,  # short tiles and the chunk loop too
-                "_GROUP_SCAN_LOOP": frozenset(launch._FORMS), "_GROUP_SCAN_FLAT": False, "_GROUP_TILES": False}
+                "_GROUP_SCAN_LOOP": frozenset(launch._FORMS), "_GROUP_SCAN_FLAT": False, "_GROUP_TILES": False,
+                "_ROW_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 10, "group scan", lambda pl, kw: kw["GROUP_TILES"])
     assert used == [2], used
 
@@ -181,9 +182,37 @@ def test_group_scan_flat(shape, name, monkeypatch):
     from rltriton.kernels import launch
 
     settings = {"_GROUP_SCAN_FLAT": True, "_GROUP_SCAN_FLAT_MIN_T": 4,
-                "_GROUP_SCAN_FLAT_MAX_T": dict.fromkeys(launch._FORMS, 1 << 20), "_GROUP_TILES": False}
+                "_GROUP_SCAN_FLAT_MAX_T": dict.fromkeys(launch._FORMS, 1 << 20), "_GROUP_TILES": False,
+                "_ROW_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 11, "flat group scan", lambda pl, kw: kw["GROUP_TILES"])
     assert used == [3], used
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("shape", [(32768, 16), (4500, 32), (9000, 63), (1000, 33), (300, 20), (8448, 64)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_lane_tiles(shape, name, dtype, monkeypatch):
+    """launch._ROW_LANES forced onto every form at 16-64 steps, however few the rows: rows
+    across 4 or 8 lanes each (``GROUP_TILES = 4``), one and two columns of groups a thread,
+    rows filling their tile and padded inside it, a last tile of fewer rows, the bootstrap
+    forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs too."""
+    from rltriton.kernels import launch
+
+    settings = {"_ROW_LANES": True, "_ROW_LANES_MIN_PROGRAMS": 0, "_ROW_LANES_MAX_T": dict.fromkeys(launch._FORMS, 64)}
+    for key, value in settings.items():
+        monkeypatch.setattr(launch, key, value)
+    launch.clear_caches()
+    used = plans_used(monkeypatch, launch, lambda pl, kw: kw["GROUP_TILES"])
+    try:
+        k = [(32768, 16), (4500, 32), (9000, 63), (1000, 33), (300, 20), (8448, 64)].index(shape)
+        case = on_gpu(make_case(name, shape, seed=12, dtype=dtype, bootstrap=BOOTSTRAP_FORMS[k % 4]))
+        ref = as_f64(case)(backend="torch")
+        for _ in range(2):
+            _compare(case, ref, f"{name} {shape} lanes")
+    finally:
+        launch.clear_caches()
+    assert used and set(used) == {4}, used
 
 
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])

@@ -136,7 +136,7 @@ def gae_kernel(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
-                SEG_GROUPS=SEG_GROUPS,
+                SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
             )
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows_t * s_a_n + t_off(ts, s_a_t), adv, mask=mask)
@@ -205,6 +205,7 @@ def _td_lambda_chunks(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD, CUT,
+                LANES=GROUP_TILES == 4,
             )
             out = group_order(out, r)
             tl.store(out_ptr + rows_t * s_o_n + t_off(ts, s_o_t), out, mask=mask)
@@ -334,7 +335,7 @@ def vtrace_kernel(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
-                SEG_GROUPS=SEG_GROUPS,
+                SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
             )
             d = group_order(d, r)
             d_next = group_order(d_next, r)
@@ -512,7 +513,7 @@ def retrace_kernel(
                 _h, h_next, carry = scan_step_lagged(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS,
+                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
                 )
                 h_next = group_order(h_next, r)
                 d = r - q + tl.where(inside, g * h_next, edge)
@@ -553,7 +554,7 @@ def retrace_kernel(
                 d, carry = scan_step(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS,
+                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
                 )
                 d = group_order(d, r)
                 tl.store(qt_ptr + rows_t * s_qt_n + t_off(ts, s_qt_t), q + d, mask=mask)

@@ -473,6 +473,57 @@ _SEG_FLIP_MIN_ELEMS = 1 << 22
 # rows that never mix.
 _FLAT_SEGMENTED = True
 
+# Short rows on batch-major storage, many of them, take tiles whose rows each span a few
+# lanes (Plan.lanes, GROUP_TILES = 4, scan.lane_scan): [L, BN, NC, 4] with row n's group
+# L c + l at [l, n, c], L = 8 lanes a row (scan.lanes_per_row; 4 for 16-step rows). Triton
+# lays the accesses out with the lanes along l, then along the rows, so each load of a warp
+# reads whole 128-byte lines, and each thread holds NC groups L apart; the scan is log2(L)
+# shuffle rounds across a row's lanes and the columns in registers, with no barrier or
+# shared memory, where the flat rows' two-level scan (GROUP_TILES = 3) takes a round per
+# doubling of the program's groups and a pass across warps. SASS per element (Triton 3.6,
+# sm_90, ptxas; flat -> lanes): discounted returns [4, 64] on 2 warps 52 -> [8, 64] 34,
+# TD(lambda) 68 -> 49, GAE 72 -> 43; V-trace [4, 32] on 1 warp 86 -> [8, 32] on 2 warps 76.
+# A row a thread instead ([BN, BT/4, 4] with BN a multiple of the threads, a serial scan in
+# registers: 16-25 instructions an element) read 16 bytes a lane from a different row per
+# lane, and lost 1.2-4x (discounted returns 32768 x 64 6.5 -> 11.4 us, GAE 7.5 -> 24.5).
+# H200, Triton 3.6, device us (SWEEP_LANES=1 benchmarks/sweep.py, 2026-12-01-h200-s18
+# notes), default -> lanes on 4 warps (2 at 64 steps):
+#   discounted returns 32768 x 16 / 32 / 64   2.8 / 4.1 / 6.6  -> 2.4 / 3.2 / 4.9
+#   TD(lambda)         32768 x 16 / 32 / 64   2.9 / 4.2 / 6.8  -> 2.5 / 3.4 / 5.4
+#   GAE                32768 x 16 / 32        2.9 / 4.2        -> 2.8 / 3.9
+#   V-trace            32768 x 16 / 32        3.7 / 5.7        -> 3.0 / 4.6
+# 8-step rows (two lanes a row) lost (discounted returns 32768 x 8 2.5 -> 2.7), as did GAE at
+# 64 steps (16384 x 64 4.3 -> 4.4) and V-trace at 64 (5.8 -> 6.1), 128-step rows (TD(lambda)
+# 16384 x 128 6.7 -> 7.8). Rows of _ROW_LANES_MIN_T to the form's _ROW_LANES_MAX_T steps
+# (next power of two) with at least _ROW_LANES_MIN_PROGRAMS programs an SM; float32 and
+# narrower arithmetic (float64 was not timed).
+_ROW_LANES = True
+_ROW_LANES_MIN_T = 16
+_ROW_LANES_MAX_T = {"gae": 32, "td_lambda": 64, "vtrace": 32}
+_ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
+_ROW_LANES_MIN_PROGRAMS = 1.0
+
+
+def _lanes_per_row(block_t: int) -> int:
+    """The lanes a row of a ``GROUP_TILES = 4`` tile spans (scan.lanes_per_row)."""
+    return max(1, min(8, block_t // 4))
+
+
+def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
+    """The lanes plan (``_ROW_LANES``) for R batch-major rows of T steps of the kernel form
+    ``form`` (None: never), or None where it does not apply."""
+    if not _ROW_LANES or form is None or form not in _ROW_LANES_MAX_T:
+        return None
+    p2 = _next_pow2(max(T, 1))
+    if not max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
+        return None
+    warps = _ROW_LANES_WARPS.get(p2, 4)
+    block_n = 32 * warps // _lanes_per_row(p2)
+    if _cdiv(R, block_n) < _ROW_LANES_MIN_PROGRAMS * sms:
+        return None
+    return Plan(block_n, p2, warps, 1, p2, lanes=True)
+
+
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
 empty_like = torch.empty_like
@@ -493,6 +544,7 @@ class Plan(NamedTuple):
     time_major: bool = False  # tiles for rows-contiguous storage (see _TM_ROWS, plan_time_major)
     stages: int = 1  # software-pipelining depth of the chunk loop (see _TM_STAGES)
     coop: bool = False  # one cooperative pass with a grid barrier where it fits (see _COOP)
+    lanes: bool = False  # rows across a few lanes each (GROUP_TILES = 4, see _ROW_LANES)
 
     @property
     def chunk_loop(self) -> bool:
@@ -717,14 +769,16 @@ def _tm_stages(chunks: int) -> int:
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
-             few: FewTiles | None = None, form: str | None = None) -> Plan:
+             few: FewTiles | None = None, form: str | None = None, lanes: str | None = None) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
     rows too few for their own tiles keep the default: the estimators' settings were timed on
     batch-major rows only); ``forward``: the forward kernel's batch-major tiles (likewise);
     ``form``: the kernel form (``_FORMS`` or ``"forward"``) whose ``_ONE_CHUNK_ROWS`` entry
-    decides where a whole row is one chunk on batch-major storage (None: never)."""
+    decides where a whole row is one chunk on batch-major storage (None: never); ``lanes``:
+    the kernel form whose short batch-major rows may take the lanes tiles
+    (:func:`_row_lanes_plan`; None: never)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
@@ -732,6 +786,10 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
         if pl is not None:
             return pl
         long_rows, forward, form = _LONG_ROWS_DEFAULT, False, None
+    else:
+        pl = _row_lanes_plan(R, T, sms, lanes)
+        if pl is not None:
+            return pl
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk)
 
@@ -1115,9 +1173,12 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
 
 
 def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
-    """``meta`` with ``GROUP_TILES = 3`` where :func:`_flat_rows` says so (and ``SEG_GROUPS``
-    with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does (chunks in time
-    order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
+    """``meta`` with ``GROUP_TILES = 4`` for a lanes plan (``Plan.lanes``, any Triton
+    version: its tiles need no reshape), else ``3`` where :func:`_flat_rows` says so (and
+    ``SEG_GROUPS`` with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does
+    (chunks in time order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
+    if pl.lanes:
+        return {**meta, "GROUP_TILES": 4}
     if meta["GROUP_TILES"] is not False:
         return meta
     if _flat_rows(pl, form):
@@ -1365,7 +1426,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     kform = "retrace_actions" if "action_values" in raw else kind
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
-                  form=_one_chunk_form(kform, p))
+                  form=_one_chunk_form(kform, p), lanes=_one_chunk_form(kform, p))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)

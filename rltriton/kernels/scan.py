@@ -164,12 +164,16 @@ def last_column(x, REV: tl.constexpr = False):
 
 @triton.jit
 def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr = False,
-              SEG_GROUPS: tl.constexpr = 0):
+              SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False):
     """Scan a [BN, BT] tile of (alpha, beta), columns in scan order (``REV``: in time
     order, scanned from the last column), from the per-row ``carry`` [BN]. Returns the
     tile of states and the carry for the next chunk. A [BN, BT/4, 4] tile takes the
-    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0)."""
-    if len(alpha.shape) == 3:
+    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0), or with
+    ``LANES`` (``GROUP_TILES = 4``) :func:`lane_scan`."""
+    if LANES:
+        out, _next, c = lane_scan(alpha, beta, carry, CUT)
+        return out, c
+    elif len(alpha.shape) == 3:
         out, _next, c = group_scan(alpha, beta, carry, CUT, SEG_GROUPS)
         return out, c
     else:
@@ -179,12 +183,16 @@ def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr =
 
 
 @triton.jit
-def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0):
+def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
+                     LANES: tl.constexpr = False):
     """:func:`scan_tile` that also returns, at each column, the state one step earlier
     in scan order (for a backward estimator, the state at t+1; the carry at the first
     step). Returns ``(D_t, D_{t+1}, new carry)``. A [BN, BT/4, 4] tile takes the
-    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0)."""
-    if len(alpha.shape) == 3:
+    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0), or with
+    ``LANES`` :func:`lane_scan`."""
+    if LANES:
+        return lane_scan(alpha, beta, carry)
+    elif len(alpha.shape) == 3:
         return group_scan(alpha, beta, carry, False, SEG_GROUPS)
     else:
         one = tl.full(alpha.shape, 1.0, alpha.dtype)
@@ -198,9 +206,13 @@ def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False, SEG_GROUPS: 
 
 @triton.jit
 def group_pick(x, j: tl.constexpr):
-    """Step ``j`` of each group of a [BN, NG, 4] group-form tile, as [BN, NG]: a masked sum
-    over the group, which lies inside one thread (register selects, no shuffles)."""
-    k = tl.arange(0, 4)[None, None, :]
+    """Step ``j`` of each group of a [BN, NG, 4] group-form tile, as [BN, NG] (or of a
+    [L, BN, NC, 4] tile of ``GROUP_TILES = 4``, as [L, BN, NC]): a masked sum over the group,
+    which lies inside one thread (register selects, no shuffles)."""
+    if len(x.shape) == 4:
+        k = tl.arange(0, 4)[None, None, None, :]
+    else:
+        k = tl.arange(0, 4)[None, None, :]
     # -0.0 beside the step: x + -0.0 is x for every x, so the sum folds to the step itself,
     # where x + 0.0 cannot (-0.0 + 0.0 is 0.0) and cost an add a pick. Made from its bits:
     # tl.full stores -0.0 as 0.0, and Triton negates as 0 - x.
@@ -208,16 +220,21 @@ def group_pick(x, j: tl.constexpr):
         nz = tl.full(x.shape, -9223372036854775808, tl.int64).to(tl.float64, bitcast=True)
     else:
         nz = tl.full(x.shape, -2147483648, tl.int32).to(tl.float32, bitcast=True)
-    return tl.sum(tl.where(k == j, x, nz), axis=2)
+    return tl.sum(tl.where(k == j, x, nz), axis=len(x.shape) - 1)
 
 
 @triton.jit
 def group_tile(x0, x1, x2, x3):
     """The [BN, NG, 4] group-form tile with steps ``x0 .. x3`` ([BN, NG] each), by
-    broadcasting (the inverse of :func:`group_pick`)."""
-    k = tl.arange(0, 4)[None, None, :]
-    return tl.where(k == 0, x0[:, :, None],
-                    tl.where(k == 1, x1[:, :, None], tl.where(k == 2, x2[:, :, None], x3[:, :, None])))
+    broadcasting (the inverse of :func:`group_pick`; [L, BN, NC] steps give [L, BN, NC, 4])."""
+    if len(x0.shape) == 3:
+        k = tl.arange(0, 4)[None, None, None, :]
+        return tl.where(k == 0, x0[:, :, :, None],
+                        tl.where(k == 1, x1[:, :, :, None], tl.where(k == 2, x2[:, :, :, None], x3[:, :, :, None])))
+    else:
+        k = tl.arange(0, 4)[None, None, :]
+        return tl.where(k == 0, x0[:, :, None],
+                        tl.where(k == 1, x1[:, :, None], tl.where(k == 2, x2[:, :, None], x3[:, :, None])))
 
 
 @triton.jit
@@ -289,6 +306,73 @@ def group_map(alpha, beta, CUT: tl.constexpr = False):
 
 
 @triton.jit
+def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
+    """The scan of a tile of ``GROUP_TILES = 4`` (:func:`chunk_times`): [L, BN, NC, 4], row
+    n's group ``L c + l`` of 4 steps (ascending in time; groups in scan order, descending
+    time) at [l, n, c], so the L lanes of a row read L consecutive groups (a whole 128-byte
+    line of float32 for L = 8) and each thread holds NC groups L apart. Each thread composes
+    its groups' maps F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 in registers; a forward scan across the L lanes
+    (axis 0) with the lagged combine (:func:`affine_combine_lagged`) gives, for every column
+    c at once, the map from the state entering the column to the state entering each group,
+    and its last lane the column's map; the columns follow one another in each thread's
+    registers from ``carry`` [BN]; then each group's 4 states. log2(L) shuffle rounds for
+    the whole tile and no barrier, where :func:`group_scan` on rows laid end to end takes
+    a round per doubling of the program's groups and a pass through shared memory across
+    warps. Returns what :func:`group_scan` returns: (the states, the states one step later
+    in time, the last state in scan order [BN])."""
+    a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta, CUT)  # [L, BN, NC] each
+    L: tl.constexpr = fa.shape[0]
+    NC: tl.constexpr = fa.shape[2]
+    # scanned as [NC, BN, L]: Triton gives a scan the default layout of its shape (the lanes
+    # from the last axis), which for the lanes last is the layout the tile's loads gave these
+    # maps (the lanes from axis 0), so the permutes move no data; scanned along axis 0 of
+    # [L, BN, NC] they went through shared memory (Triton 3.6: 3 conversions a tile)
+    fa_t = tl.permute(fa, (2, 1, 0))
+    fb_t = tl.permute(fb, (2, 1, 0))
+    one = tl.full(fa_t.shape, 1.0, fa.dtype)
+    zero = tl.zeros(fa_t.shape, fa.dtype)
+    if CUT:
+        p, q, x, y = tl.associative_scan((fb_t, one, fa_t, zero), axis=2, combine_fn=affine_combine_lagged_cut)
+    else:
+        p, q, x, y = tl.associative_scan((fb_t, one, fa_t, zero), axis=2, combine_fn=affine_combine_lagged)
+    last = tl.arange(0, L)[None, None, :] == L - 1
+    col_a = tl.sum(tl.where(last, x, 0.0), axis=2)  # [NC, BN]: each column's map (its last lane)
+    col_b = tl.sum(tl.where(last, p, 0.0), axis=2)
+    cols = tl.arange(0, NC)[:, None]
+    c = carry
+    enter = tl.zeros(col_a.shape, col_a.dtype)  # the state entering each column
+    for j in tl.static_range(NC):
+        pick = cols == j
+        enter = tl.where(pick, c[None, :], enter)
+        c = madd(tl.sum(tl.where(pick, col_a, 0.0), axis=0), tl.sum(tl.where(pick, col_b, 0.0), axis=0), c, CUT)
+    e = tl.permute(madd(y, q, enter[:, :, None], CUT), (2, 1, 0))  # the state entering each group
+    s3 = madd(a3, b3, e, CUT)
+    s2 = madd(a2, b2, s3, CUT)
+    s1 = madd(a1, b1, s2, CUT)
+    s0 = madd(a0, b0, s1, CUT)
+    return group_tile(s0, s1, s2, s3), group_tile(s1, s2, s3, e), c
+
+
+@triton.constexpr_function
+def lanes_per_row(BLOCK_T):
+    """The lanes a row of ``BLOCK_T`` steps spans in a ``GROUP_TILES = 4`` tile: 8 (one
+    128-byte line of float32 a load), fewer for rows of fewer than 32 steps."""
+    return max(1, min(8, BLOCK_T // 4))
+
+
+@triton.jit
+def tile_rows(rows, ts):
+    """``rows`` ([BN, 1]) shaped to broadcast with times ``ts`` of any form of
+    :func:`chunk_times`: [BN, 1], [BN, 1, 1], or [1, BN, 1, 1] for ``GROUP_TILES = 4``."""
+    if len(ts.shape) == 4:
+        return rows[None, :, :, None]
+    elif len(ts.shape) == 3:
+        return rows[:, :, None]
+    else:
+        return rows
+
+
+@triton.jit
 def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
                 ROWS: tl.constexpr = 1):
     """Times (int32: every compare with T and every step arithmetic is one instruction where
@@ -301,6 +385,8 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
       load), with ``t_hi`` the chunk's last step. ``scan_order`` of this is ``t_hi - j``
       at column j, scanned forward. With ``ROWS`` > 1 (``GROUP_TILES = 3``, see
       :func:`chunk_tile`) [1, ROWS BT/G, G]: the groups of ``ROWS`` rows one after another.
+    * lanes (``GROUP_TILES = 4``, see :func:`lane_scan`) [L, 1, BT/(4L), 4], L =
+      :func:`lanes_per_row`: group ``L c + l`` of the chunk (in scan order) at [l, 0, c].
     * time order (no ``GROUP_TILES``) [1, BT]: ``t_lo + j`` at column j, scanned with
       ``reverse=True``. Triton before 3.7 turns the group form's reshape into a layout
       conversion through shared memory (4-8 KB a program, MIO-bound: 6x slower at
@@ -313,6 +399,12 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
     t_lo = seg * SEG + c * BLOCK_T
     if TIME_MAJOR:
         return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T)[None, :]
+    elif GROUP_TILES == 4:
+        L: tl.constexpr = lanes_per_row(BLOCK_T)
+        lane = tl.arange(0, L)[:, None, None, None]
+        col = tl.arange(0, BLOCK_T // (4 * L))[None, None, :, None]
+        k = tl.arange(0, 4)[None, None, None, :]
+        return t_lo + (BLOCK_T - 4) - 4 * (L * col + lane) + k
     elif GROUP_TILES:
         G: tl.constexpr = 4 if BLOCK_T >= 4 else BLOCK_T
         g = tl.arange(0, ROWS * (BLOCK_T // G))
@@ -346,12 +438,8 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
         ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES, rows.shape[1] * 4 // BLOCK_T)
     else:
         ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES)
-    if len(ts.shape) == 3:
-        rows_t = rows[:, :, None]
-        row_mask_t = row_mask[:, :, None]
-    else:
-        rows_t = rows
-        row_mask_t = row_mask
+    rows_t = tile_rows(rows, ts)
+    row_mask_t = tile_rows(row_mask, ts)
     return rows_t, row_mask_t, ts, row_mask_t & (ts < T)
 
 
@@ -376,7 +464,7 @@ def scan_order(x, GROUP_TILES: tl.constexpr = 1):
 def group_order(x, like):
     """The inverse of :func:`scan_order`: [BN, BT] back to the form of ``like`` (a tile
     already in that form, as the two-level scan returns it, stays as it is)."""
-    if len(like.shape) == 2 or len(x.shape) == 3:
+    if len(like.shape) == 2 or len(x.shape) >= 3:
         return x
     else:
         if like.shape[2] == 1:
@@ -402,10 +490,7 @@ def load_tile(ptr, rows, ts, s_n, s_t, mask, DT: tl.constexpr, other=0.0):
 def load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr):
     """``ptr[rows, t + 1]`` (0 where t + 1 >= T) read straight from memory, for times ``ts``
     of any form of :func:`chunk_times`; rows and row_mask are [BN, 1]."""
-    if len(ts.shape) == 3:
-        rows = rows[:, :, None]
-        row_mask = row_mask[:, :, None]
-    return load_tile(ptr, rows, ts + 1, s_n, s_t, row_mask & (ts + 1 < T), DT)
+    return load_tile(ptr, tile_rows(rows, ts), ts + 1, s_n, s_t, tile_rows(row_mask, ts) & (ts + 1 < T), DT)
 
 
 @triton.jit
@@ -426,13 +511,16 @@ def load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP_T
     reshape, split or join, which Triton 3.6 lowers as layout conversions."""
     if len(ts.shape) == 2:
         return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
-    elif ts.shape[2] == 4 and GROUP_TILES >= 2:
+    elif ts.shape[len(ts.shape) - 1] == 4 and GROUP_TILES >= 2:
         # the step after each group's last is the first of the group 4 steps later: read as
         # that group's step 0 (the tile's own layout: a load of its own at the groups'
         # last steps made Triton 3.6 convert its layout twice)
-        k = tl.arange(0, 4)[None, None, :]
-        later = tl.load(ptr + rows[:, :, None] * s_n + t_off(ts + 4, s_t),
-                        mask=row_mask[:, :, None] & (k == 0) & (ts + 4 < T), other=0.0).to(DT)
+        if len(ts.shape) == 4:
+            k = tl.arange(0, 4)[None, None, None, :]
+        else:
+            k = tl.arange(0, 4)[None, None, :]
+        later = tl.load(ptr + tile_rows(rows, ts) * s_n + t_off(ts + 4, s_t),
+                        mask=tile_rows(row_mask, ts) & (k == 0) & (ts + 4 < T), other=0.0).to(DT)
         return group_tile(group_pick(x, 1), group_pick(x, 2), group_pick(x, 3), group_pick(later, 0))
     elif ts.shape[2] == 4:
         BN: tl.constexpr = x.shape[0]
@@ -455,9 +543,9 @@ def load_next_only(ptr, rows, row_mask, ts, T, s_n, s_t, DT: tl.constexpr, GROUP
     """:func:`load_next` where the tile at ``ts`` itself is not otherwise needed: groups of
     4 load it (one vector access) and shift it, which still beats four scalar accesses;
     the other forms read t + 1 (:func:`load_after`)."""
-    if len(ts.shape) == 3:
-        if ts.shape[2] == 4:
-            x = load_tile(ptr, rows[:, :, None], ts, s_n, s_t, row_mask[:, :, None] & (ts < T), DT)
+    if len(ts.shape) >= 3:
+        if ts.shape[len(ts.shape) - 1] == 4:
+            x = load_tile(ptr, tile_rows(rows, ts), ts, s_n, s_t, tile_rows(row_mask, ts) & (ts < T), DT)
             return load_next(x, ptr, rows, row_mask, ts, T, s_n, s_t, DT, GROUP_TILES)
     return load_after(ptr, rows, row_mask, ts, T, s_n, s_t, DT)
 
@@ -926,7 +1014,7 @@ def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, inc
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
               REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
-              CUT: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0):
+              CUT: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False):
     """One chunk (a [BN, BT] tile in scan order, or in time order scanned in reverse with
     ``REV``): ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found by
     look-back (``carry`` is then the value entering the first segment in scan order).
@@ -950,14 +1038,14 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
         out = madd(a, b, c[:, None], CUT)
         return out, last_column(out, REV)
     else:
-        return scan_tile(alpha, beta, carry, REV, CUT, SEG_GROUPS)
+        return scan_tile(alpha, beta, carry, REV, CUT, SEG_GROUPS, LANES)
 
 
 @triton.jit
 def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg,
                      n_segs, PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
-                     SEG_GROUPS: tl.constexpr = 0):
+                     SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False):
     """``scan_tile_lagged`` with the PHASE 3 look-back carry or the deferred PHASE 2
     carry-in (see :func:`scan_step`)."""
     if PHASE == 2:
@@ -978,4 +1066,4 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
         out = x + p * c[:, None]
         return out, y + q * c[:, None], last_column(out, REV)
     else:
-        return scan_tile_lagged(alpha, beta, carry, REV, SEG_GROUPS)
+        return scan_tile_lagged(alpha, beta, carry, REV, SEG_GROUPS, LANES)
