@@ -144,6 +144,13 @@ def static_checks() -> dict[str, dict]:
             consts = {**BASE, **extra, "BLOCK_N": 4, "BLOCK_T": 64, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                       "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
             out[f"{name}_{'flat' if gt == 3 else 'group_scan'}_4x64"] = build(kern, consts, 2)
+    # short rows across lanes (GROUP_TILES = 4, launch._ROW_LANES): [8, 64] on 2 warps (8 lanes
+    # a row, two columns of groups a thread) and [32, 16] on 4 warps (4 lanes a row)
+    for name, (kern, extra) in KERNELS.items():
+        for bn, bt, w in ((8, 64, 2), (32, 16, 4)):
+            consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                      "GROUP_TILES": 4, "LAGGED": name == "retrace_av"}
+            out[f"{name}_lanes_{bn}x{bt}"] = build(kern, consts, w)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)
@@ -192,7 +199,7 @@ def static_checks() -> dict[str, dict]:
 
 
 def compile_all() -> tuple[int, list[str]]:
-    """Compile every backward kernel form the launcher can pick (the four chunk forms,
+    """Compile every backward kernel form the launcher can pick (the five chunk forms,
     one-chunk, chunk-loop and short tiles, PHASE 0-3, Retrace direct and lagged, time-major
     tiles in each phase) for sm_90 with the installed Triton: (count, failures). A check that
     kernel edits build for the GPU machine's Triton without a GPU (put that version first on
@@ -213,6 +220,16 @@ def compile_all() -> tuple[int, list[str]]:
                     build(kern, consts, w)
                 except Exception as e:  # noqa: BLE001
                     failures.append(f"{name} {consts}: {type(e).__name__}: {str(e)[:200]}")
+        # the lanes tiles (GROUP_TILES = 4: PHASE 0, one chunk, 16-64 steps)
+        for (bn, bt, w), lag in itertools.product(((32, 16, 4), (16, 32, 4), (8, 64, 2)),
+                                                  (False, True) if name.startswith("retrace") else (False,)):
+            consts = {**BASE, **extra, "GROUP_TILES": 4, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1,
+                      "ONE_CHUNK": True, "LAGGED": lag}
+            n += 1
+            try:
+                build(kern, consts, w)
+            except Exception as e:  # noqa: BLE001
+                failures.append(f"{name} {consts}: {type(e).__name__}: {str(e)[:200]}")
         for phase in (0, 1, 2):
             consts = {**BASE, **extra, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": phase, "S_BLOCK": 64 if phase else 1,
                       "ONE_CHUNK": False}

@@ -182,6 +182,25 @@ def test_chunk_form_by_triton_version(version, group, monkeypatch):
     assert (launch._triton_version() >= (3, 7)) is group
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
+def test_lane_tiles(counts, name):
+    """The lanes tiles of short rows (``GROUP_TILES = 4``, launch._ROW_LANES), [8, 64] on 2 warps
+    and [32, 16] on 4: no reverse scan, and each thread's loads as vector accesses. With Triton
+    < 3.7, where the plans take them, no shared memory and no barrier (the scan's permutes move
+    no data); Triton 3.8 gives the same tile's lanes to its columns and converts through shared
+    memory, so there the plans must not take it (launch._ROW_LANES off by default)."""
+    import triton
+
+    from rltriton.kernels import launch
+
+    for tile in ("8x64", "32x16"):
+        st = counts[f"{name}_lanes_{tile}"]
+        assert st["reverse_scans"] == 0 and st["v4"] >= 3, (tile, st)
+        if launch._triton_version() < (3, 7):
+            assert st["sts"] == st["lds"] == st["bar"] == 0, (tile, st)
+    assert launch._ROW_LANES == (launch._triton_version() < (3, 7)), triton.__version__
+
+
 @pytest.mark.parametrize("name", ["gae_tm", "traces_tm"])
 def test_time_major_chunk_loop_is_pipelined(counts, name):
     """STAGES = 3 (launch._TM_STAGES) turns the time-major chunk loop's global loads into

@@ -496,8 +496,13 @@ _FLAT_SEGMENTED = True
 # 64 steps (16384 x 64 4.3 -> 4.4) and V-trace at 64 (5.8 -> 6.1), 128-step rows (TD(lambda)
 # 16384 x 128 6.7 -> 7.8). Rows of _ROW_LANES_MIN_T to the form's _ROW_LANES_MAX_T steps
 # (next power of two) with at least _ROW_LANES_MIN_PROGRAMS programs an SM; float32 and
-# narrower arithmetic (float64 was not timed).
-_ROW_LANES = True
+# narrower arithmetic (float64 was not timed). Triton < 3.7 only: Triton 3.8 breaks the tie of
+# contiguity the other way (the lanes from the highest axis: along the columns, then the rows;
+# ptxas counts 3 conversions through shared memory and 5 barriers a tile), so there the tile
+# would need its lane and column axes swapped, which has not been built or timed; 3.8 keeps its
+# reshaped group form (launch._GROUP_TILES), which session 7 timed within 1.25x of the floor
+# for GAE and V-trace at most shapes.
+_ROW_LANES = _triton_version() < (3, 7)
 _ROW_LANES_MIN_T = 16
 _ROW_LANES_MAX_T = {"gae": 32, "td_lambda": 64, "vtrace": 32}
 _ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
@@ -1173,8 +1178,8 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
 
 
 def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
-    """``meta`` with ``GROUP_TILES = 4`` for a lanes plan (``Plan.lanes``, any Triton
-    version: its tiles need no reshape), else ``3`` where :func:`_flat_rows` says so (and
+    """``meta`` with ``GROUP_TILES = 4`` for a lanes plan (``Plan.lanes``; its tiles need no
+    reshape, so Triton 3.6 takes them too), else ``3`` where :func:`_flat_rows` says so (and
     ``SEG_GROUPS`` with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does
     (chunks in time order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
     if pl.lanes:

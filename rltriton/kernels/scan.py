@@ -309,8 +309,11 @@ def group_map(alpha, beta, CUT: tl.constexpr = False):
 def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
     """The scan of a tile of ``GROUP_TILES = 4`` (:func:`chunk_times`): [L, BN, NC, 4], row
     n's group ``L c + l`` of 4 steps (ascending in time; groups in scan order, descending
-    time) at [l, n, c], so the L lanes of a row read L consecutive groups (a whole 128-byte
-    line of float32 for L = 8) and each thread holds NC groups L apart. Each thread composes
+    time) at [l, n, c], so that, as Triton 3.6 lays the tile's accesses out (the lanes from the
+    lowest of the axes its addresses tie on), the L lanes of a row read L consecutive groups
+    (a whole 128-byte line of float32 for L = 8) and each thread holds NC groups L apart
+    (Triton 3.8 takes the lanes from the highest axis instead: ``launch._ROW_LANES``). Each
+    thread composes
     its groups' maps F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 in registers; a forward scan across the L lanes
     (axis 0) with the lagged combine (:func:`affine_combine_lagged`) gives, for every column
     c at once, the map from the state entering the column to the state entering each group,
