@@ -33,6 +33,10 @@ Triton version; :func:`chunk_times`):
   (:func:`chunk_tile`). A single row of groups is already in the layout Triton scans in:
   one barrier a program where the ``[BN, ...]`` group scan takes 5 with Triton 3.6; up to
   1.4x faster than time order at 16-32 steps on an H200.
+* **lanes** (``GROUP_TILES = 4``; Triton < 3.7, ``launch._ROW_LANES``: many short rows of
+  16-64 steps by form): each row across L = 4-8 lanes, ``[L, BN, NC, 4]``, so a warp's loads
+  read whole lines of a row; the scan runs across a row's lanes and then along each thread's
+  columns in registers (:func:`lane_scan`), with no barrier.
 * **time order** (Triton < 3.7, the other tiles: 8-step tiles, Retrace's chunk loop):
   ``[BN, BT]`` in ascending time, scanned
   with ``reverse=True``. Those versions lower the group form's reshape as a layout
@@ -313,8 +317,8 @@ def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
     lowest of the axes its addresses tie on), the L lanes of a row read L consecutive groups
     (a whole 128-byte line of float32 for L = 8) and each thread holds NC groups L apart
     (Triton 3.8 takes the lanes from the highest axis instead: ``launch._ROW_LANES``). Each
-    thread composes
-    its groups' maps F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 in registers; a forward scan across the L lanes
+    thread composes its groups' maps F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 in registers; a forward scan
+    across the L lanes
     (axis 0) with the lagged combine (:func:`affine_combine_lagged`) gives, for every column
     c at once, the map from the state entering the column to the state entering each group,
     and its last lane the column's map; the columns follow one another in each thread's
