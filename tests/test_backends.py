@@ -1001,17 +1001,24 @@ def test_rows_beyond_int32_times(name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("lanes_last", [False, True], ids=["lanes-first", "lanes-last"])
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
-def test_lane_tiles(name, monkeypatch, poisoned):
+def test_lane_tiles(name, lanes_last, monkeypatch, poisoned):
     """launch._ROW_LANES: short rows across a few lanes each (``GROUP_TILES = 4``,
     scan.lane_scan): 4 lanes a row (16-step tiles: T = 9, padded inside the tile) and 8
     (T = 32, one column of groups a thread; T = 63, two columns and a padded step), every
     bootstrap form, truncations and terminations, both Retrace kernel forms (with and without
-    the lagged algebra), a last tile of fewer rows, against the float64 reference. Every form
-    takes the tiles here (the plans give them to TD(lambda), GAE and V-trace only), so the
-    kernel code is checked for all of them."""
+    the lagged algebra), a last tile of fewer rows, against the float64 reference, in both
+    axis orders of the tile (``scan.LANES_LAST``: Triton 3.6's and 3.8's). Every form takes
+    the tiles here (the plans give them to TD(lambda), GAE and V-trace only), so the kernel
+    code is checked for all of them."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
+    import triton.language as tl
+
+    from rltriton.kernels import scan
+
+    monkeypatch.setattr(scan, "LANES_LAST", tl.constexpr(lanes_last))
     monkeypatch.setattr(poisoned, "_ROW_LANES", True)
     monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0)
     monkeypatch.setattr(poisoned, "_ROW_LANES_MAX_T", dict.fromkeys(poisoned._FORMS, 64))

@@ -185,19 +185,21 @@ def test_chunk_form_by_triton_version(version, group, monkeypatch):
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
 def test_lane_tiles(counts, name):
     """The lanes tiles of short rows (``GROUP_TILES = 4``, launch._ROW_LANES), [8, 64] on 2 warps
-    and [32, 16] on 4: no reverse scan, and each thread's loads as vector accesses. With Triton
-    < 3.7, where the plans take them, no shared memory and no barrier (the scan's permutes move
-    no data); Triton 3.8 gives the same tile's lanes to its columns and converts through shared
-    memory, so there the plans must not take it (launch._ROW_LANES off by default)."""
+    and [32, 16] on 4, in the axis order for the installed Triton (``scan.LANES_LAST``): no
+    reverse scan, each thread's loads as vector accesses, and no shared memory or barrier (the
+    lanes run along a row's groups in the loads and in the scan alike, so no conversion moves
+    data). Triton 3.6 in the other order put the lanes along the columns and converted through
+    shared memory 3 times a tile. The plans take the tiles by default only on Triton < 3.7,
+    where they were timed (launch._ROW_LANES)."""
     import triton
 
-    from rltriton.kernels import launch
+    from rltriton.kernels import launch, scan
 
+    assert bool(scan.LANES_LAST) == (launch._triton_version() >= (3, 7)), triton.__version__
     for tile in ("8x64", "32x16"):
         st = counts[f"{name}_lanes_{tile}"]
         assert st["reverse_scans"] == 0 and st["v4"] >= 3, (tile, st)
-        if launch._triton_version() < (3, 7):
-            assert st["sts"] == st["lds"] == st["bar"] == 0, (tile, st)
+        assert st["sts"] == st["lds"] == st["bar"] == 0, (tile, st)
     assert launch._ROW_LANES == (launch._triton_version() < (3, 7)), triton.__version__
 
 

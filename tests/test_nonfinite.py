@@ -74,6 +74,10 @@ MODES = {
     # rows across lanes (launch._ROW_LANES) for every form, at 40 steps: two columns of groups
     "lanes": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0,
                   _ROW_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace", "retrace_actions"), 64)),
+    # the same with the tile's other axis order (scan.LANES_LAST: Triton 3.6's and 3.8's)
+    "lanes-other-order": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0,
+                              _ROW_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace",
+                                                              "retrace_actions"), 64), other_order=True),
 }
 # rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, tiles of 16-64 steps, rows of 9-64): a row's last
 # step ignores the row scanned before it by a 0 coefficient, so the estimators whose episode
@@ -100,7 +104,7 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
     if name in DIRECT_ONLY:
         monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", frozenset())
-    shape = (64, 16) if mode.startswith("flat") else (20, 40) if mode == "lanes" else (4, 23)
+    shape = (64, 16) if mode.startswith("flat") else (20, 40) if mode.startswith("lanes") else (4, 23)
     case = _poisoned_inputs(name, shape, time_major=mode.startswith("time-major"))
     ref = _poisoned_inputs(name, shape)(backend="reference")
     assert any(torch.isnan(r).any() for r in ref), "the case must produce a NaN somewhere"
@@ -108,6 +112,12 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
     if mode != "torch":
         backend = "triton"
         settings = dict(MODES[mode])
+        if settings.pop("other_order", False):
+            import triton.language as tl
+
+            from rltriton.kernels import scan
+
+            monkeypatch.setattr(scan, "LANES_LAST", tl.constexpr(not scan.LANES_LAST))
         if settings.pop("small", True):
             use_small_tiles(monkeypatch, poisoned, split=settings.pop("split", False),
                             lookback=settings.pop("lookback", False))
@@ -119,7 +129,7 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
         out = case(backend=backend)
     finally:
         poisoned.clear_caches()
-    if mode == "lanes" and name not in ("traces", "prefix_sum"):  # (forward estimators: their own tiles)
+    if mode.startswith("lanes") and name not in ("traces", "prefix_sum"):  # (forward estimators: their own tiles)
         assert seen == [4], seen
     if mode.startswith("time-major"):
         out = tuple(o.movedim(0, -1) for o in out)

@@ -16,12 +16,12 @@ import struct
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
-import triton
 import triton.language as tl
 from torch import Tensor
 
 from rltriton.kernels.backward import gae_kernel, retrace_kernel, td_lambda_kernel, vtrace_kernel
 from rltriton.kernels.forward import forward_kernel
+from rltriton.kernels.scan import triton_version
 
 if TYPE_CHECKING:
     from rltriton.assigner import CreditAssigner, Problem
@@ -337,9 +337,7 @@ _TM_FEW_MAX_ROWS = 16
 _TM_FEW_MIN_SEGMENTS = 128
 
 
-def _triton_version() -> tuple[int, int]:
-    major, minor = (triton.__version__.split(".") + ["0"])[:2]
-    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+_triton_version = triton_version  # scan.triton_version: the kernels' axis orders follow it too
 
 
 # Backward kernels on batch-major storage hold a chunk in scan order as groups of 4 steps
@@ -496,12 +494,14 @@ _FLAT_SEGMENTED = True
 # 64 steps (16384 x 64 4.3 -> 4.4) and V-trace at 64 (5.8 -> 6.1), 128-step rows (TD(lambda)
 # 16384 x 128 6.7 -> 7.8). Rows of _ROW_LANES_MIN_T to the form's _ROW_LANES_MAX_T steps
 # (next power of two) with at least _ROW_LANES_MIN_PROGRAMS programs an SM; float32 and
-# narrower arithmetic (float64 was not timed). Triton < 3.7 only: Triton 3.8 breaks the tie of
-# contiguity the other way (the lanes from the highest axis: along the columns, then the rows;
-# ptxas counts 3 conversions through shared memory and 5 barriers a tile), so there the tile
-# would need its lane and column axes swapped, which has not been built or timed; 3.8 keeps its
-# reshaped group form (launch._GROUP_TILES), which session 7 timed within 1.25x of the floor
-# for GAE and V-trace at most shapes.
+# narrower arithmetic (float64 was not timed). By default on Triton < 3.7 only: Triton 3.8
+# gives an access's lanes to the highest of the axes it ties on, not the lowest, so there the
+# tile takes the other axis order (scan.LANES_LAST; in 3.6's order 3.8 converted through
+# shared memory 3 times a tile). ptxas (3.8, sm_90a) builds that order with no shared memory,
+# SASS per element against 3.8's own reshaped group form: discounted returns [8, 64] 34 against
+# [4, 64] 42, GAE [16, 32] 54 against [8, 32] 54, V-trace 76 against 84. It is not timed (the
+# H200 image has Triton 3.6), so 3.8 keeps the group form (launch._GROUP_TILES), which session
+# 7 timed within 1.25x of the floor for GAE and V-trace at most shapes.
 _ROW_LANES = _triton_version() < (3, 7)
 _ROW_LANES_MIN_T = 16
 _ROW_LANES_MAX_T = {"gae": 32, "td_lambda": 64, "vtrace": 32}

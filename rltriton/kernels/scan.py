@@ -55,6 +55,20 @@ import triton
 import triton.language as tl
 
 
+def triton_version() -> tuple[int, int]:
+    """(major, minor) of the installed Triton (a suffix such as ``rc1`` or ``+git...`` ignored)."""
+    major, minor = (triton.__version__.split(".") + ["0"])[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+# Where a lanes tile (GROUP_TILES = 4, lane_scan) puts a row's lanes. Triton lays an access out
+# from the contiguity of its addresses and gives the lanes, among the axes that tie, to the
+# lowest one (Triton 3.6) or to the highest (3.7 on; 3.8 seen): the tile is [L, BN, NC, 4]
+# for the first, [NC, BN, L, 4] for the second, so that either way the lanes run along a
+# row's consecutive groups and then along the rows.
+LANES_LAST = tl.constexpr(triton_version() >= (3, 7))
+
+
 @triton.jit
 def affine_combine(a_acc, b_acc, a_new, b_new):
     """(a_new, b_new) ∘ (a_acc, b_acc) for maps x -> a + b x."""
@@ -311,31 +325,35 @@ def group_map(alpha, beta, CUT: tl.constexpr = False):
 
 @triton.jit
 def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
-    """The scan of a tile of ``GROUP_TILES = 4`` (:func:`chunk_times`): [L, BN, NC, 4], row
-    n's group ``L c + l`` of 4 steps (ascending in time; groups in scan order, descending
-    time) at [l, n, c], so that, as Triton 3.6 lays the tile's accesses out (the lanes from the
-    lowest of the axes its addresses tie on), the L lanes of a row read L consecutive groups
-    (a whole 128-byte line of float32 for L = 8) and each thread holds NC groups L apart
-    (Triton 3.8 takes the lanes from the highest axis instead: ``launch._ROW_LANES``). Each
-    thread composes its groups' maps F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 in registers; a forward scan
-    across the L lanes
-    (axis 0) with the lagged combine (:func:`affine_combine_lagged`) gives, for every column
-    c at once, the map from the state entering the column to the state entering each group,
-    and its last lane the column's map; the columns follow one another in each thread's
-    registers from ``carry`` [BN]; then each group's 4 states. log2(L) shuffle rounds for
-    the whole tile and no barrier, where :func:`group_scan` on rows laid end to end takes
-    a round per doubling of the program's groups and a pass through shared memory across
-    warps. Returns what :func:`group_scan` returns: (the states, the states one step later
-    in time, the last state in scan order [BN])."""
-    a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta, CUT)  # [L, BN, NC] each
-    L: tl.constexpr = fa.shape[0]
-    NC: tl.constexpr = fa.shape[2]
+    """The scan of a tile of ``GROUP_TILES = 4`` (:func:`chunk_times`): row n's group
+    ``L c + l`` of 4 steps (ascending in time; groups in scan order, descending time) at
+    [l, n, c] of [L, BN, NC, 4], or at [c, n, l] of [NC, BN, L, 4] with ``LANES_LAST``, the
+    axis order that Triton's layout of the tile's accesses turns into lanes along l, then along
+    the rows: the L lanes of a row read L consecutive groups (a whole 128-byte line of float32
+    for L = 8), and each thread holds NC groups L apart. Each thread composes its groups' maps
+    F = f_0 ∘ f_1 ∘ f_2 ∘ f_3 in registers; a forward scan across the L lanes with the lagged
+    combine (:func:`affine_combine_lagged`) gives, for every column c at once, the map from
+    the state entering the column to the state entering each group, and its last lane the
+    column's map; the columns follow one another in each thread's registers from ``carry``
+    [BN] (the recursion ``A_t = alpha_t + beta_t A_{t+1}`` composed, one column after the
+    other); then each group's 4 states. log2(L) shuffle rounds for the whole tile and no
+    barrier, where :func:`group_scan` on rows laid end to end takes a round per doubling of
+    the program's groups and a pass through shared memory across warps. Returns what
+    :func:`group_scan` returns: (the states, the states one step later in time, the last state
+    in scan order [BN])."""
+    a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta, CUT)  # [L, BN, NC] or [NC, BN, L]
     # scanned as [NC, BN, L]: Triton gives a scan the default layout of its shape (the lanes
-    # from the last axis), which for the lanes last is the layout the tile's loads gave these
-    # maps (the lanes from axis 0), so the permutes move no data; scanned along axis 0 of
-    # [L, BN, NC] they went through shared memory (Triton 3.6: 3 conversions a tile)
-    fa_t = tl.permute(fa, (2, 1, 0))
-    fb_t = tl.permute(fb, (2, 1, 0))
+    # from the last axis), which is the layout the tile's loads gave these maps (the lanes
+    # along l, then the rows), so with the lanes first (Triton 3.6) the permutes move no data;
+    # scanned along axis 0 of [L, BN, NC] they went through shared memory (3 conversions a tile)
+    if LANES_LAST:
+        fa_t = fa
+        fb_t = fb
+    else:
+        fa_t = tl.permute(fa, (2, 1, 0))
+        fb_t = tl.permute(fb, (2, 1, 0))
+    L: tl.constexpr = fa_t.shape[2]
+    NC: tl.constexpr = fa_t.shape[0]
     one = tl.full(fa_t.shape, 1.0, fa.dtype)
     zero = tl.zeros(fa_t.shape, fa.dtype)
     if CUT:
@@ -352,7 +370,9 @@ def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
         pick = cols == j
         enter = tl.where(pick, c[None, :], enter)
         c = madd(tl.sum(tl.where(pick, col_a, 0.0), axis=0), tl.sum(tl.where(pick, col_b, 0.0), axis=0), c, CUT)
-    e = tl.permute(madd(y, q, enter[:, :, None], CUT), (2, 1, 0))  # the state entering each group
+    e = madd(y, q, enter[:, :, None], CUT)  # the state entering each group
+    if not LANES_LAST:
+        e = tl.permute(e, (2, 1, 0))
     s3 = madd(a3, b3, e, CUT)
     s2 = madd(a2, b2, s3, CUT)
     s1 = madd(a1, b1, s2, CUT)
@@ -393,7 +413,8 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
       at column j, scanned forward. With ``ROWS`` > 1 (``GROUP_TILES = 3``, see
       :func:`chunk_tile`) [1, ROWS BT/G, G]: the groups of ``ROWS`` rows one after another.
     * lanes (``GROUP_TILES = 4``, see :func:`lane_scan`) [L, 1, BT/(4L), 4], L =
-      :func:`lanes_per_row`: group ``L c + l`` of the chunk (in scan order) at [l, 0, c].
+      :func:`lanes_per_row`: group ``L c + l`` of the chunk (in scan order) at [l, 0, c]
+      ([BT/(4L), 1, L, 4], at [c, 0, l], with ``LANES_LAST``).
     * time order (no ``GROUP_TILES``) [1, BT]: ``t_lo + j`` at column j, scanned with
       ``reverse=True``. Triton before 3.7 turns the group form's reshape into a layout
       conversion through shared memory (4-8 KB a program, MIO-bound: 6x slower at
@@ -408,8 +429,12 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
         return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T)[None, :]
     elif GROUP_TILES == 4:
         L: tl.constexpr = lanes_per_row(BLOCK_T)
-        lane = tl.arange(0, L)[:, None, None, None]
-        col = tl.arange(0, BLOCK_T // (4 * L))[None, None, :, None]
+        if LANES_LAST:
+            lane = tl.arange(0, L)[None, None, :, None]
+            col = tl.arange(0, BLOCK_T // (4 * L))[:, None, None, None]
+        else:
+            lane = tl.arange(0, L)[:, None, None, None]
+            col = tl.arange(0, BLOCK_T // (4 * L))[None, None, :, None]
         k = tl.arange(0, 4)[None, None, None, :]
         return t_lo + (BLOCK_T - 4) - 4 * (L * col + lane) + k
     elif GROUP_TILES:
