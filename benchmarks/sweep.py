@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import device_time_us, full_call_us, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
+from rltriton.kernels.scan import lanes_per_row  # noqa: E402
 from tests.rollouts import FEW_ROWS_KIND, make_case, on_gpu  # noqa: E402
 
 # Few time-major rows (launch._TM_FEW_TILES): a tile as wide as the rows (4 per thread, the
@@ -101,7 +102,7 @@ def candidates(R: int, T: int):
     if LANES:
         # rows across a few lanes each (launch._ROW_LANES, GROUP_TILES = 4): SWEEP_LANE_SHAPES
         # lists warps:m, a tile of 32 x warps x m / L rows (m rows for each lane of a row)
-        lanes = launch._lanes_per_row(p2)
+        lanes = lanes_per_row(p2)
         return [launch.Plan(32 * w * m // lanes, p2, w, 1, p2, lanes=True) for w, m in LANE_SHAPES if p2 >= 4]
     if ONE_CHUNK:
         # a whole row in one chunk of 2048-16384 steps, one program a row, one launch: no
@@ -182,6 +183,8 @@ def main() -> None:
     if len(sys.argv) > 2:
         shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[2].split(",")]
     orig = launch.plan_for
+    if LANES:  # the default plan without the lanes tiles, for the candidates to beat
+        launch._ROW_LANES = False
     print(f"{'shape':>14} {'floor':>7} {'default':>8} {'best':>7} {'ratio':>6}  best plan / default plan")
     for shape in shapes:
         case = on_gpu(make_case(name, shape, flags="terminated", seed=0, time_major=TIME_MAJOR))
@@ -198,8 +201,6 @@ def main() -> None:
                                                             launch._LONG_ROWS_DEFAULT),
                             few=launch._TM_FEW_TILES.get(FEW_ROWS_KIND[name]), forward=FEW_ROWS_KIND[name] == "forward",
                             form=FEW_ROWS_KIND[name])
-        if LANES:
-            launch._ROW_LANES = False
         default = device_time_us(lambda c=case: c(backend="triton"))
         if ONE_CHUNK:
             full = full_call_us(lambda c=case: c(backend="triton"))

@@ -58,6 +58,21 @@ def check(case: Case, backend: str) -> None:
         assert_matches(o, r, case, f"{case.name}[{i}] {backend}")
 
 
+def check_short_row_forms(name: str, shapes, monkeypatch, launch) -> None:
+    """``name`` on the Triton backend at each of ``shapes``, every bootstrap form it takes,
+    truncations and terminations, against the float64 reference; Retrace with and without the
+    lagged algebra (``launch._RETRACE_LAGGED``) in both its kernel forms."""
+    for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
+        if lagged is not None:
+            monkeypatch.setattr(launch, "_RETRACE_LAGGED", lagged)
+            launch.clear_caches()
+        for shape in shapes:
+            for bootstrap in BOOTSTRAP_FORMS:
+                if name == "retrace_av" and bootstrap == "next_values":
+                    continue
+                check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("T", [1, 3, 63])
 @pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
@@ -867,15 +882,7 @@ def test_group_scan_flat(name, segmented, monkeypatch, poisoned):
                                                              kw.get("SEG_GROUPS", 0)))
     poisoned.clear_caches()
     try:
-        for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
-            if lagged is not None:
-                monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", lagged)
-                poisoned.clear_caches()
-            for shape in ((37, 9), (20, 16)):
-                for bootstrap in BOOTSTRAP_FORMS:
-                    if name == "retrace_av" and bootstrap == "next_values":
-                        continue
-                    check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
+        check_short_row_forms(name, ((37, 9), (20, 16)), monkeypatch, poisoned)
         flat_seg = segmented and name not in ("td_lambda", "discounted_returns")  # their scans cut at 0
         assert seen and all(g == 3 and bn > 1 and sg == (bt // 4 if flat_seg else 0) for g, bn, bt, sg in seen), seen
     finally:
@@ -1025,15 +1032,7 @@ def test_lane_tiles(name, lanes_last, monkeypatch, poisoned):
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.lanes, pl.block_n, pl.block_t))
     poisoned.clear_caches()
     try:
-        for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
-            if lagged is not None:
-                monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", lagged)
-                poisoned.clear_caches()
-            for shape in ((37, 9), (20, 32), (11, 63)):
-                for bootstrap in BOOTSTRAP_FORMS:
-                    if name == "retrace_av" and bootstrap == "next_values":
-                        continue
-                    check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
+        check_short_row_forms(name, ((37, 9), (20, 32), (11, 63)), monkeypatch, poisoned)
         # 32 x 4 warps / 4 lanes rows of 16 steps; 16 rows of 32 steps; 32 x 2 warps / 8 rows of 64
         assert set(seen) == {(4, True, 32, 16), (4, True, 16, 32), (4, True, 8, 64)}, seen
     finally:
@@ -1049,6 +1048,7 @@ def test_lane_tiles_reach(monkeypatch):
 
     from rltriton.kernels import launch
     from rltriton.kernels.launch import _row_lanes_plan, plan_for
+    from rltriton.kernels.scan import lanes_per_row
 
     monkeypatch.setattr(launch, "_ROW_LANES", True)
     monkeypatch.setattr(launch, "_ROW_LANES_MIN_T", 16)
@@ -1056,14 +1056,14 @@ def test_lane_tiles_reach(monkeypatch):
     monkeypatch.setattr(launch, "_ROW_LANES_MIN_PROGRAMS", 1.0)
     launch.clear_caches()
     cpu = torch.device("cpu")
-    pl = plan_for(32768, 64, cpu, form="td_lambda", lanes="td_lambda")
-    assert pl.lanes and pl.block_t == 64 and pl.block_n * launch._lanes_per_row(64) == 32 * pl.num_warps, pl
-    assert plan_for(32768, 20, cpu, form="gae", lanes="gae").lanes  # 32-step tiles, padded
-    assert not plan_for(32768, 64, cpu, form="gae", lanes="gae").lanes  # beyond GAE's bound
-    assert not plan_for(32768, 8, cpu, form="td_lambda", lanes="td_lambda").lanes  # two lanes a row
-    assert not plan_for(32768, 32, cpu, form="vtrace", lanes="vtrace").lanes  # no bound for the form
-    assert not plan_for(32768, 32, cpu, form="gae", lanes=None).lanes  # float64: no form passed
-    assert not plan_for(32768, 32, cpu, time_major=True, form="gae", lanes="gae").lanes
+    pl = plan_for(32768, 64, cpu, form="td_lambda")
+    assert pl.lanes and pl.block_t == 64 and pl.block_n * lanes_per_row(64) == 32 * pl.num_warps, pl
+    assert plan_for(32768, 20, cpu, form="gae").lanes  # 32-step tiles, padded
+    assert not plan_for(32768, 64, cpu, form="gae").lanes  # beyond GAE's bound
+    assert not plan_for(32768, 8, cpu, form="td_lambda").lanes  # two lanes a row
+    assert not plan_for(32768, 32, cpu, form="vtrace").lanes  # no bound for the form
+    assert not plan_for(32768, 32, cpu, form=None).lanes  # float64: no form passed
+    assert not plan_for(32768, 32, cpu, time_major=True, form="gae").lanes
     sms = launch._DEFAULT_SMS
     rows = 16 * sms  # 16-row tiles of 32 steps on 4 warps: one program an SM
     assert _row_lanes_plan(rows, 32, sms, "gae") is not None and _row_lanes_plan(rows - 16, 32, sms, "gae") is None

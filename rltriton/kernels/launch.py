@@ -21,7 +21,7 @@ from torch import Tensor
 
 from rltriton.kernels.backward import gae_kernel, retrace_kernel, td_lambda_kernel, vtrace_kernel
 from rltriton.kernels.forward import forward_kernel
-from rltriton.kernels.scan import triton_version
+from rltriton.kernels.scan import lanes_per_row, triton_version
 
 if TYPE_CHECKING:
     from rltriton.assigner import CreditAssigner, Problem
@@ -509,11 +509,6 @@ _ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
 _ROW_LANES_MIN_PROGRAMS = 1.0
 
 
-def _lanes_per_row(block_t: int) -> int:
-    """The lanes a row of a ``GROUP_TILES = 4`` tile spans (scan.lanes_per_row)."""
-    return max(1, min(8, block_t // 4))
-
-
 def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     """The lanes plan (``_ROW_LANES``) for R batch-major rows of T steps of the kernel form
     ``form`` (None: never), or None where it does not apply."""
@@ -523,7 +518,7 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     if not max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
         return None
     warps = _ROW_LANES_WARPS.get(p2, 4)
-    block_n = 32 * warps // _lanes_per_row(p2)
+    block_n = 32 * warps // lanes_per_row(p2)
     if _cdiv(R, block_n) < _ROW_LANES_MIN_PROGRAMS * sms:
         return None
     return Plan(block_n, p2, warps, 1, p2, lanes=True)
@@ -774,16 +769,15 @@ def _tm_stages(chunks: int) -> int:
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
-             few: FewTiles | None = None, form: str | None = None, lanes: str | None = None) -> Plan:
+             few: FewTiles | None = None, form: str | None = None) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
     rows too few for their own tiles keep the default: the estimators' settings were timed on
     batch-major rows only); ``forward``: the forward kernel's batch-major tiles (likewise);
     ``form``: the kernel form (``_FORMS`` or ``"forward"``) whose ``_ONE_CHUNK_ROWS`` entry
-    decides where a whole row is one chunk on batch-major storage (None: never); ``lanes``:
-    the kernel form whose short batch-major rows may take the lanes tiles
-    (:func:`_row_lanes_plan`; None: never)."""
+    decides where a whole row is one chunk on batch-major storage, and whose short batch-major
+    rows may take the lanes tiles (:func:`_row_lanes_plan`) (None: neither)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
@@ -792,7 +786,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
             return pl
         long_rows, forward, form = _LONG_ROWS_DEFAULT, False, None
     else:
-        pl = _row_lanes_plan(R, T, sms, lanes)
+        pl = _row_lanes_plan(R, T, sms, form)
         if pl is not None:
             return pl
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
@@ -1431,7 +1425,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     kform = "retrace_actions" if "action_values" in raw else kind
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
-                  form=_one_chunk_form(kform, p), lanes=_one_chunk_form(kform, p))
+                  form=_one_chunk_form(kform, p))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
