@@ -84,7 +84,10 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False):
     return {"regs": registers(ptx), "shfl": len(re.findall(r"\bshfl\.", ptx)),
             "lds": len(re.findall(r"\bld\.shared", ptx)),
             "sts": len(re.findall(r"\bst\.shared", ptx)), "ldg": len(re.findall(r"\bld\.global", ptx)),
-            "v4": len(re.findall(r"\b(?:ld|st)\.global[.a-z0-9]*\.v4", ptx)), "cvt": ttgir.count("convert_layout"),
+            "v4": len(re.findall(r"\b(?:ld|st)\.global[.a-z0-9]*\.v4", ptx)),
+            "v2_loads": len(re.findall(r"\bld\.global[.a-z0-9]*\.v2", ptx)), "cvt": ttgir.count("convert_layout"),
+            # a [BN, BT] layout with two rows a thread and every lane along rows (time-major lanes tiles)
+            "rows_on_lanes": "sizePerThread = [2, 1], threadsPerWarp = [32, 1]" in ttgir,
             "reverse_scans": ttgir.count("reverse = true"), "bar": len(re.findall(r"\bbar\.sync|\bbarrier\.sync", ptx)),
             "cp_async": len(re.findall(r"\bcp\.async\.c[ag]\b", ptx))}
 
@@ -151,6 +154,15 @@ def static_checks() -> dict[str, dict]:
             consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                       "GROUP_TILES": 4, "LAGGED": name == "retrace_av"}
             out[f"{name}_lanes_{bn}x{bt}"] = build(kern, consts, w)
+    # time-major lanes tiles (GROUP_TILES = 5, launch._TM_LANES) on time-major storage: 64 rows
+    # by 64 steps on 8 warps (32 steps on 8 warps for the lagged forms, as their plans bound)
+    for name, (kern, extra) in KERNELS.items():
+        bt = 64 if name in ("gae", "td_lambda") else 32
+        consts = {**BASE, **extra, "BLOCK_N": 64, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                  "GROUP_TILES": 5, "TM_W": 8, "TIME_MAJOR": False, "LAGGED": name == "retrace_av"}
+        out[f"{name}_tm_lanes"] = build(kern, consts, 8, time_major=True)
+    consts = dict(TRACES, BLOCK_N=64, BLOCK_T=64, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, TM_W=8, TIME_MAJOR=False)
+    out["traces_tm_lanes"] = build(F.forward_kernel, consts, 8, time_major=True)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

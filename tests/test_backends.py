@@ -58,19 +58,22 @@ def check(case: Case, backend: str) -> None:
         assert_matches(o, r, case, f"{case.name}[{i}] {backend}")
 
 
-def check_short_row_forms(name: str, shapes, monkeypatch, launch) -> None:
-    """``name`` on the Triton backend at each of ``shapes``, every bootstrap form it takes,
-    truncations and terminations, against the float64 reference; Retrace with and without the
-    lagged algebra (``launch._RETRACE_LAGGED``) in both its kernel forms."""
+def check_short_row_forms(name: str, shapes, monkeypatch, launch, time_major: bool = False,
+                          rotate: bool = False) -> None:
+    """``name`` on the Triton backend at each of ``shapes`` (``time_major``: stored ``[T, N]``),
+    every bootstrap form it takes (``rotate``: one a shape, in turn), truncations and
+    terminations, against the float64 reference; Retrace with and without the lagged algebra
+    (``launch._RETRACE_LAGGED``) in both its kernel forms."""
     for lagged in (frozenset(), frozenset({"actions", "sampled"})) if name.startswith("retrace") else (None,):
         if lagged is not None:
             monkeypatch.setattr(launch, "_RETRACE_LAGGED", lagged)
             launch.clear_caches()
-        for shape in shapes:
-            for bootstrap in BOOTSTRAP_FORMS:
+        for k, shape in enumerate(shapes):
+            for bootstrap in (BOOTSTRAP_FORMS[k % len(BOOTSTRAP_FORMS)],) if rotate else BOOTSTRAP_FORMS:
                 if name == "retrace_av" and bootstrap == "next_values":
                     continue
-                check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0]), "triton")
+                check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=shape[0], time_major=time_major),
+                      "triton")
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -1037,6 +1040,100 @@ def test_lane_tiles(name, lanes_last, monkeypatch, poisoned):
         assert set(seen) == {(4, True, 32, 16), (4, True, 16, 32), (4, True, 8, 64)}, seen
     finally:
         poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_tm_lanes_tiles(name, monkeypatch, poisoned):
+    """launch._TM_LANES: time-major rows along the lanes, time along the warps, K consecutive
+    steps a thread (``GROUP_TILES = 5``, scan.tm_lanes_scan): 8-step tiles on 2 warps and 16 on
+    4, 4 steps a thread (T = 7 and 9, padded inside the tile; rows short of a tile), 32 on 8
+    (a whole tile of rows), 64 on 8 warps, 8 steps a thread (T = 63 over two row programs, the
+    last partial), the bootstrap forms in turn, truncations and
+    terminations, both Retrace kernel forms with and without the lagged algebra, NaN-poisoned
+    outputs, against the float64 reference. Every form takes the tiles here, the forward scans
+    too (the plans give them to all but Retrace's action form), so the kernel code is checked
+    for all."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_TM_LANES", True)
+    monkeypatch.setattr(poisoned, "_TM_LANES_MIN_PROGRAMS", 0)
+    monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys(poisoned._FORMS, 64))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
+                                                             pl.block_n, pl.block_t))
+    poisoned.clear_caches()
+    try:
+        check_short_row_forms(name, ((20, 7), (70, 63), (64, 30), (30, 9)), monkeypatch, poisoned, time_major=True,
+                              rotate=True)
+        # the tile of each shape, whose bootstrap form (in turn) the action form may not take
+        tiles = [(5, 2, 64, 8), (5, 8, 64, 64), (5, 8, 64, 32), (5, 4, 64, 16)]
+        expected = {t for t, b in zip(tiles, BOOTSTRAP_FORMS) if not (name == "retrace_av" and b == "next_values")}
+        assert set(seen) == expected, seen
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "traces"])
+@pytest.mark.parametrize("segments", [1, 3])
+def test_tm_lanes_chunks(name, segments, monkeypatch, poisoned):
+    """Time-major lanes tiles (``GROUP_TILES = 5``) of 16 steps walked in a chunk loop (1
+    segment of 3 chunks: the carry out of each chunk, across the warps) and split in time (3
+    segments of a chunk: PHASE 1's composed maps, scan.tm_lanes_map, and PHASE 2's carry-in),
+    forced, which the planner never does (launch._tm_lanes_plan): GAE's plain scan,
+    TD(lambda)'s cut one, V-trace's lagged one, the forward kernel's; NaN-poisoned outputs
+    against the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    from rltriton.kernels.launch import Plan
+
+    forced = Plan(64, 16, 4, segments, 48 // segments, tm_lanes=True)
+    monkeypatch.setattr(poisoned, "plan_for", lambda *a, **k: forced)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", 5), kw["TM_W"], kw["PHASE"]))
+    poisoned.clear_caches()
+    try:
+        bootstrap = "last_value" if segments == 1 else "bootstrap_values"
+        check(make_case(name, (40, 45), bootstrap=bootstrap, flags="both", seed=segments, time_major=True), "triton")
+    finally:
+        poisoned.clear_caches()
+    assert set(seen) == {(5, 4, 0 if segments == 1 else 1)}, seen  # (the first launch of each call)
+
+
+def test_tm_lanes_tiles_reach(monkeypatch):
+    """The time-major lanes tiles (launch._tm_lanes_plan) take time-major rows of
+    _TM_LANES_MIN_T to the form's _TM_LANES_MAX_T steps with rows for a quarter of the SMs or
+    more (at 128 steps, at most two programs an SM): not batch-major rows, not 4-step rows,
+    not rows too few, not a form without a bound (Retrace's action form),
+    not float64 arithmetic (no form then), not with ``_TM_LANES`` off."""
+    import torch
+
+    from rltriton.kernels import launch
+    from rltriton.kernels.launch import _tm_lanes_plan, plan_for
+
+    for key, value in {"_TM_LANES": True, "_TM_LANES_MIN_T": 8, "_TM_LANES_MIN_PROGRAMS": 0.25,
+                       "_TM_LANES_MAX_PROGRAMS_128": 2.0,
+                       "_TM_LANES_MAX_T": {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32,
+                                           "forward": 128}}.items():
+        monkeypatch.setattr(launch, key, value)
+    launch.clear_caches()
+    cpu = torch.device("cpu")
+    sms = launch._DEFAULT_SMS
+    pl = plan_for(16384, 64, cpu, time_major=True, form="gae")
+    assert pl.tm_lanes and (pl.block_n, pl.block_t, pl.num_warps) == (64, 64, 8) and not pl.time_major, pl
+    assert plan_for(16384, 20, cpu, time_major=True, form="vtrace").tm_lanes  # 32-step tiles, padded
+    assert (plan_for(32768, 8, cpu, time_major=True, form="td_lambda").num_warps,
+            plan_for(32768, 16, cpu, time_major=True, form="td_lambda").num_warps) == (2, 4)  # 4 steps a thread
+    assert not plan_for(16384, 64, cpu, form="gae").tm_lanes  # batch-major
+    assert not plan_for(16384, 64, cpu, time_major=True, form="vtrace").tm_lanes  # beyond V-trace's bound
+    assert not plan_for(16384, 4, cpu, time_major=True, form="gae").tm_lanes
+    assert not plan_for(16384, 32, cpu, time_major=True, form="retrace_actions").tm_lanes
+    assert plan_for(16384, 32, cpu, time_major=True, form="forward").tm_lanes  # the forward scans
+    assert not plan_for(16384, 32, cpu, time_major=True, form=None).tm_lanes  # float64
+    rows = 64 * (sms // 4 + 1)  # a quarter of the SMs' worth of 64-row programs, rounded up
+    assert _tm_lanes_plan(rows, 32, sms, "gae") is not None and _tm_lanes_plan(rows - 128, 32, sms, "gae") is None
+    assert _tm_lanes_plan(64 * 2 * sms, 128, sms, "gae") is not None
+    assert _tm_lanes_plan(64 * 2 * sms + 64, 128, sms, "gae") is None  # 128 steps: at most 2 programs an SM
+    monkeypatch.setattr(launch, "_TM_LANES", False)
+    assert _tm_lanes_plan(16384, 32, sms, "gae") is None
+    launch.clear_caches()
 
 
 def test_lane_tiles_reach(monkeypatch):

@@ -215,6 +215,36 @@ def test_lane_tiles(shape, name, dtype, monkeypatch):
     assert used and set(used) == {4}, used
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(32768, 8), (4500, 32), (9000, 63), (1000, 17), (300, 5), (8448, 128)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tm_lanes_tiles(shape, name, dtype, monkeypatch):
+    """launch._TM_LANES forced onto every form (the forward scans too) at 8-128 steps of
+    time-major storage, however few the rows: rows along the lanes and time along the warps
+    (``GROUP_TILES = 5``), 4 and 8
+    steps a thread on 2-16 warps, rows filling their tiles and padded inside them, a last tile
+    of fewer rows, the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that
+    a replay runs too."""
+    from rltriton.kernels import launch
+
+    settings = {"_TM_LANES": True, "_TM_LANES_MIN_T": 4, "_TM_LANES_MIN_PROGRAMS": 0,
+                "_TM_LANES_MAX_PROGRAMS_128": 1e9, "_TM_LANES_MAX_T": dict.fromkeys((*launch._FORMS, "forward"), 128)}
+    for key, value in settings.items():
+        monkeypatch.setattr(launch, key, value)
+    launch.clear_caches()
+    used = plans_used(monkeypatch, launch, lambda pl, kw: kw.get("GROUP_TILES", 5 if pl.tm_lanes else None))
+    try:
+        k = [(32768, 8), (4500, 32), (9000, 63), (1000, 17), (300, 5), (8448, 128)].index(shape)
+        case = make_case(name, shape, seed=13, dtype=dtype, bootstrap=BOOTSTRAP_FORMS[k % 4])
+        ref = as_f64(case)(backend="torch")
+        for _ in range(2):
+            _compare_time_major(case, ref, f"{name} {shape} tm lanes")
+    finally:
+        launch.clear_caches()
+    assert used and set(used) == {5}, used
+
+
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
 @pytest.mark.parametrize("shape", [(512, 4096), (37, 3000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_loop_registers(shape, name, monkeypatch):

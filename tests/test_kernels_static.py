@@ -203,6 +203,23 @@ def test_lane_tiles(counts, name):
     assert launch._ROW_LANES == (launch._triton_version() < (3, 7)), triton.__version__
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av", "traces"])
+def test_tm_lanes_tiles(counts, name):
+    """The time-major lanes tiles (``GROUP_TILES = 5``, launch._TM_LANES) on time-major
+    storage, [64, 64] on 8 warps ([64, 32] for the lagged forms): every access takes two rows
+    a thread along all 32 lanes (8-byte vector loads; told the rows' full contiguity, Triton
+    makes 16-byte accesses and puts lanes along time), so each thread's steps are its own and
+    the scan inside a thread needs no shuffle; the warps' maps cross through shared memory,
+    and nothing is scanned in reverse."""
+    st = counts[f"{name}_tm_lanes"]
+    assert st["rows_on_lanes"] and st["v2_loads"] >= 3, st
+    assert st["reverse_scans"] == 0 and st["v4"] == 0, st
+    # the shuffles are the conversions of the warps' [64, 8] maps into the layout Triton scans
+    # them in and back (32 with Triton 3.6 and 3.8, a tile of 512 steps of 64 rows); the
+    # time-major tiles' scan took 88 for 16 elements a thread
+    assert st["shfl"] <= 32, st
+
+
 @pytest.mark.parametrize("name", ["gae_tm", "traces_tm"])
 def test_time_major_chunk_loop_is_pipelined(counts, name):
     """STAGES = 3 (launch._TM_STAGES) turns the time-major chunk loop's global loads into

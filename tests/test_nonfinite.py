@@ -57,7 +57,8 @@ def _same_nonfinite(out: torch.Tensor, ref: torch.Tensor, case: Case, what: str)
 # the carry-in as a scan of the summaries (the sum of products is the default); time-major
 # tiles split, in one pass, and with TD(lambda)'s cut in every scan instead of lazily
 # (launch._TD_LAZY_CUT: time-major plans scan without it and run again with it where a
-# non-finite value came out); short rows across lanes (GROUP_TILES = 4)
+# non-finite value came out); short rows across lanes (GROUP_TILES = 4); time-major rows
+# along the lanes (GROUP_TILES = 5)
 MODES = {
     "single": dict(split=False),
     "split": dict(split=True),
@@ -78,6 +79,11 @@ MODES = {
     "lanes-other-order": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0,
                               _ROW_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace",
                                                               "retrace_actions"), 64), other_order=True),
+    # time-major rows along the lanes, time along the warps (launch._TM_LANES, GROUP_TILES = 5)
+    # for every form, at 40 steps: 8 steps a thread on 8 warps, the tile padded
+    "time-major-lanes": dict(small=False, _TM_LANES=True, _TM_LANES_MIN_PROGRAMS=0,
+                             _TM_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace",
+                                                            "retrace_actions", "forward"), 64)),
 }
 # rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, tiles of 16-64 steps, rows of 9-64): a row's last
 # step ignores the row scanned before it by a 0 coefficient, so the estimators whose episode
@@ -104,7 +110,7 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
     if name in DIRECT_ONLY:
         monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", frozenset())
-    shape = (64, 16) if mode.startswith("flat") else (20, 40) if mode.startswith("lanes") else (4, 23)
+    shape = (64, 16) if mode.startswith("flat") else (20, 40) if "lanes" in mode else (4, 23)
     case = _poisoned_inputs(name, shape, time_major=mode.startswith("time-major"))
     ref = _poisoned_inputs(name, shape)(backend="reference")
     assert any(torch.isnan(r).any() for r in ref), "the case must produce a NaN somewhere"
@@ -124,12 +130,14 @@ def test_nonfinite_inputs_pass_through(name, mode, monkeypatch, poisoned):
         for key, value in settings.items():
             monkeypatch.setattr(poisoned, key, value)
         poisoned.clear_caches()
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("GROUP_TILES"))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("GROUP_TILES", 5 if pl.tm_lanes else None))
     try:
         out = case(backend=backend)
     finally:
         poisoned.clear_caches()
-    if mode.startswith("lanes") and name not in ("traces", "prefix_sum"):  # (forward estimators: their own tiles)
+    if mode == "time-major-lanes":
+        assert seen == [5], seen
+    elif mode.startswith("lanes") and name not in ("traces", "prefix_sum"):  # (forward estimators: their own tiles)
         assert seen == [4], seen
     if mode.startswith("time-major"):
         out = tuple(o.movedim(0, -1) for o in out)

@@ -97,7 +97,7 @@ def gae_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
-    SEG_GROUPS: tl.constexpr = 0,
+    SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
@@ -111,7 +111,7 @@ def gae_kernel(
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -129,14 +129,15 @@ def gae_kernel(
         if GROUP_TILES == 3:  # rows one after another: a row's end ignores the next row (scan.chunk_tile)
             beta = tl.where(ts == T - 1, 0.0, beta)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD,
+                               False, TM_W)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             adv, carry = scan_step(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
-                SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
+                SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4, TM_W=TM_W,
             )
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows_t * s_a_n + t_off(ts, s_a_t), adv, mask=mask)
@@ -158,6 +159,7 @@ def _td_lambda_chunks(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr,
     SEG_MAP_FWD: tl.constexpr, CARRY_PROD: tl.constexpr, CUT: tl.constexpr, CHECK: tl.constexpr,
+    TM_W: tl.constexpr = 0,
 ):
     """TD(lambda)'s chunk loop over one program's segment, from ``carry``: returns the
     segment's map (seg_a, seg_b) (PHASE 1) and, with ``CHECK``, a scalar that is 0 when
@@ -170,11 +172,11 @@ def _td_lambda_chunks(
         # one addend per element of the tile, summed once after the loop (a reduction per
         # chunk would cost a barrier each)
         _rt0, _rm0, _ts0, mask0 = chunk_tile(seg, SEG, T, 0, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR,
-                                             GROUP_TILES)
+                                             GROUP_TILES, TM_W)
         acc = tl.zeros(mask0.shape, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -198,14 +200,15 @@ def _td_lambda_chunks(
             alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD, CUT)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD,
+                               CUT, TM_W)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb, CUT)
         else:
             out, carry = scan_step(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD, CUT,
-                LANES=GROUP_TILES == 4,
+                LANES=GROUP_TILES == 4, TM_W=TM_W,
             )
             out = group_order(out, r)
             tl.store(out_ptr + rows_t * s_o_n + t_off(ts, s_o_t), out, mask=mask)
@@ -233,7 +236,7 @@ def td_lambda_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
-    LAZY_CUT: tl.constexpr = False,
+    LAZY_CUT: tl.constexpr = False, TM_W: tl.constexpr = 0,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -260,7 +263,7 @@ def td_lambda_kernel(
         out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
         rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
         HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
-        ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY,
+        ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W,
     )
     if LAZY:
         if check != 0:  # NaN: something non-finite came out; the exact pass, with the cut
@@ -271,7 +274,7 @@ def td_lambda_kernel(
                 s_l_t, l_hi, l_lo, out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
                 rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
                 HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
-                ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False,
+                ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W,
             )
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
@@ -290,7 +293,7 @@ def vtrace_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
-    SEG_GROUPS: tl.constexpr = 0,
+    SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
@@ -309,7 +312,7 @@ def vtrace_kernel(
     pg_bar = scalar(pg_hi, pg_lo, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -328,14 +331,15 @@ def vtrace_kernel(
         if GROUP_TILES == 3:  # rows one after another: a row's end ignores the next row (scan.chunk_tile)
             beta = tl.where(ts == T - 1, 0.0, beta)
         if PHASE == 1:
-            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
+            ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD,
+                               False, TM_W)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             d, d_next, carry = scan_step_lagged(
                 scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr, sum_b_ptr,
                 incl_ptr, s_sr, s_ss, rows,
                 row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV, TIME_MAJOR, CARRY_PROD,
-                SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
+                SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4, TM_W=TM_W,
             )
             d = group_order(d, r)
             d_next = group_order(d_next, r)
@@ -448,6 +452,7 @@ def retrace_kernel(
     GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr = False, STAGES: tl.constexpr = 1,
     AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
+    TM_W: tl.constexpr = 0,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -477,7 +482,7 @@ def retrace_kernel(
     c_bar = scalar(c_hi, c_lo, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES)
+            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         has_next = mask & (ts + 1 < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -507,13 +512,14 @@ def retrace_kernel(
             alpha = tl.where(mask, v + c * (r - q + edge), 0.0)
             beta = tl.where(mask & inside, c * g, tl.where(mask, 0.0, 1.0))
             if PHASE == 1:
-                ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
+                ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD,
+                                   False, TM_W)
                 seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
             else:
                 _h, h_next, carry = scan_step_lagged(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
+                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4, TM_W=TM_W,
                 )
                 h_next = group_order(h_next, r)
                 d = r - q + tl.where(inside, g * h_next, edge)
@@ -548,13 +554,14 @@ def retrace_kernel(
             # NaN even where step t is done (0 * NaN), as the reference's arithmetic does
             beta = tl.where(mask, g * tl.where(done, 0.0, 1.0) * c_next, 1.0)
             if PHASE == 1:
-                ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD)
+                ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD,
+                                   False, TM_W)
                 seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
             else:
                 d, carry = scan_step(
                     scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), carry, state_ptr, sum_a_ptr,
                     sum_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, PHASE, True, S_BLOCK, ONE_CHUNK, REV,
-                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4,
+                    TIME_MAJOR, CARRY_PROD, SEG_GROUPS=SEG_GROUPS, LANES=GROUP_TILES == 4, TM_W=TM_W,
                 )
                 d = group_order(d, r)
                 tl.store(qt_ptr + rows_t * s_qt_n + t_off(ts, s_qt_t), q + d, mask=mask)

@@ -43,15 +43,17 @@ def forward_kernel(
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
-    SEG_FLIP: tl.constexpr = False,
+    SEG_FLIP: tl.constexpr = False, TM_W: tl.constexpr = 0,
 ):
-    """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row)."""
+    """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row). ``TM_W`` > 0: a
+    time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
+    feature, ``launch._TM_LANES``)."""
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR,
-                                                SEG_FLIP=SEG_FLIP)
+                                                SEG_FLIP=SEG_FLIP, TM_LANES=TM_W > 0)
     if ONE_CHUNK:  # static one-trip loop (see backward.py)
         n_chunks = 1
     lane_mask = lanes < R * F
-    s_sr, s_ss = summary_strides(R * F, n_segs, TIME_MAJOR)
+    s_sr, s_ss = summary_strides(R * F, n_segs, TIME_MAJOR or TM_W > 0)
     rows = lanes // F
     feats = lanes % F
     if HAS_INIT:
@@ -68,7 +70,7 @@ def forward_kernel(
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
-        ts = segment_chunk(seg, SEG, i, BLOCK_T)
+        ts = segment_chunk(seg, SEG, i, BLOCK_T, TM_W)
         mask = lane_mask & (ts < T)
         x = tl.load(x_ptr + rows * s_x_n + ts * s_x_t + feats * s_x_f, mask=mask, other=0.0).to(DT)
         beta = tl.full(x.shape, 1.0, DT)
@@ -85,12 +87,12 @@ def forward_kernel(
         alpha = tl.where(mask, x, 0.0)
         beta = tl.where(mask, beta, 1.0)
         if PHASE == 1:
-            ca, cb = chunk_map(alpha, beta)
+            ca, cb = chunk_map(alpha, beta, TM_W=TM_W)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
         else:
             z, carry = scan_step(
                 alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, lanes, lane_mask, seg,
-                n_segs, PHASE, False, S_BLOCK, ONE_CHUNK, False, TIME_MAJOR, CARRY_PROD,
+                n_segs, PHASE, False, S_BLOCK, ONE_CHUNK, False, TIME_MAJOR, CARRY_PROD, TM_W=TM_W,
             )
             tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, seg_a, seg_b, PHASE)

@@ -524,6 +524,60 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     return Plan(block_n, p2, warps, 1, p2, lanes=True)
 
 
+# Time-major lanes tiles (scan.tm_lanes_scan, GROUP_TILES = 5) for many short time-major
+# rows: 64 rows a program, two a thread (one 8-byte access; every lane along rows), the warps
+# along time, each thread K consecutive steps (K = 4 up to 32-step tiles, else 8) scanned in
+# registers, then across the warps through shared memory; one chunk a row. The time-major
+# tiles (plan_time_major) hold 4 rows by 4 steps a thread with lanes along time too: at 142
+# registers and one warp a program they ran ~4 warps an SM at 16384 x 64 (Nsight Compute,
+# 2026-12-01-h200-s19-notes). Prototype on an H200 (Triton 3.6), GAE, time-major tiles ->
+# these, us: 16384 x 64 6.99 -> 4.79, 32768 x 32 5.53 -> 4.21, 16384 x 16 2.76 -> 2.34,
+# 8192 x 128 7.08 -> 5.17, 32768 x 128 21.4 -> 25.2 (slower: so 128-step tiles need rows
+# for at most _TM_LANES_MAX_PROGRAMS_128 programs an SM). In the kernels (benchmarks/ab.py,
+# 2026-12-01-h200-s19-ab-tm-lanes.txt), time-major tiles -> these, us: discounted returns
+# 16384 x 64 5.8 -> 3.7, TD(lambda) 8192 x 128 7.9 -> 4.8, GAE 32768 x 32 5.5 -> 4.5; V-trace
+# and Retrace (the lagged scan, a 4-tuple in registers) gain up to 32 steps (V-trace
+# 32768 x 8 3.5 -> 2.9, Retrace 32768 x 32 7.1 -> 5.0) and lose from 64 (V-trace 32768 x 64
+# 13.2 -> 26.5), hence the bounds by form (_TM_LANES_MAX_T); Retrace's action form has none.
+_TM_LANES = True
+_TM_LANES_MIN_T = 8
+_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32, "forward": 128}
+_TM_LANES_ROWS = 64
+_TM_LANES_MIN_PROGRAMS = 0.25  # programs an SM
+_TM_LANES_MAX_PROGRAMS_128 = 2.0
+
+
+_TM_LANES_STEPS: dict[str, int] = {}  # steps a thread beyond 32-step tiles, by form (8 otherwise)
+
+
+def _tm_lanes_steps(p2: int, form: str) -> int:
+    """Consecutive steps a thread of a time-major lanes tile of ``p2`` steps (a power of two)."""
+    return min(p2, 4 if p2 <= 32 else _TM_LANES_STEPS.get(form, 8))
+
+
+def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
+    """The time-major lanes plan (``_TM_LANES``) for R time-major rows of T steps of the kernel
+    form ``form`` (None: never): a row of ``_TM_LANES_MIN_T`` to the form's ``_TM_LANES_MAX_T``
+    steps as one chunk, with rows for ``_TM_LANES_MIN_PROGRAMS`` programs an SM or more (at 128
+    steps, at most ``_TM_LANES_MAX_PROGRAMS_128``); else None.
+
+    Longer rows keep the time-major tiles: these tiles in 64- or 128-step chunks, walked in a
+    loop or split in time, were up to 3.5x slower (16384 x 512 GAE 41 -> 143 us; every step
+    of the loop waits for the warps' carry) and at best 1.2x faster (512 x 2048 13.8 -> 11.3),
+    far from the batch-major time (2026-12-01-h200-s19-ab-tm-lanes-long.txt); the kernels take
+    such plans (tests/test_backends.py::test_tm_lanes_chunks), the planner does not give them."""
+    if not _TM_LANES or form not in _TM_LANES_MAX_T:
+        return None
+    p2 = _next_pow2(max(T, 1))
+    if not _TM_LANES_MIN_T <= p2 <= _TM_LANES_MAX_T[form]:
+        return None
+    programs = _cdiv(R, _TM_LANES_ROWS)
+    if programs < _TM_LANES_MIN_PROGRAMS * sms or (p2 >= 128 and programs > _TM_LANES_MAX_PROGRAMS_128 * sms):
+        return None
+    warps = p2 // _tm_lanes_steps(p2, form)
+    return Plan(_TM_LANES_ROWS, p2, warps, 1, p2, tm_lanes=True)
+
+
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
 empty_like = torch.empty_like
@@ -545,6 +599,7 @@ class Plan(NamedTuple):
     stages: int = 1  # software-pipelining depth of the chunk loop (see _TM_STAGES)
     coop: bool = False  # one cooperative pass with a grid barrier where it fits (see _COOP)
     lanes: bool = False  # rows across a few lanes each (GROUP_TILES = 4, see _ROW_LANES)
+    tm_lanes: bool = False  # time-major rows along the lanes, time along the warps (GROUP_TILES = 5, _TM_LANES)
 
     @property
     def chunk_loop(self) -> bool:
@@ -776,12 +831,13 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     rows too few for their own tiles keep the default: the estimators' settings were timed on
     batch-major rows only); ``forward``: the forward kernel's batch-major tiles (likewise);
     ``form``: the kernel form (``_FORMS`` or ``"forward"``) whose ``_ONE_CHUNK_ROWS`` entry
-    decides where a whole row is one chunk on batch-major storage, and whose short batch-major
-    rows may take the lanes tiles (:func:`_row_lanes_plan`) (None: neither)."""
+    decides where a whole row is one chunk on batch-major storage, and whose short rows may
+    take the lanes tiles (:func:`_row_lanes_plan`; time-major: :func:`_tm_lanes_plan`) (None:
+    neither)."""
     sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
         if device.type == "cuda" else _DEFAULT_SMS
     if time_major:
-        pl = plan_time_major(R, T, sms, wide, few)
+        pl = _tm_lanes_plan(R, T, sms, form) or plan_time_major(R, T, sms, wide, few)
         if pl is not None:
             return pl
         long_rows, forward, form = _LONG_ROWS_DEFAULT, False, None
@@ -1172,10 +1228,13 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
 
 
 def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
-    """``meta`` with ``GROUP_TILES = 4`` for a lanes plan (``Plan.lanes``; its tiles need no
+    """``meta`` with ``GROUP_TILES = 5`` and its warps (``TM_W``) for a time-major lanes plan
+    (``Plan.tm_lanes``), ``GROUP_TILES = 4`` for a lanes plan (``Plan.lanes``; its tiles need no
     reshape, so Triton 3.6 takes them too), else ``3`` where :func:`_flat_rows` says so (and
     ``SEG_GROUPS`` with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does
     (chunks in time order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
+    if pl.tm_lanes:
+        return {**meta, "GROUP_TILES": 5, "TM_W": pl.num_warps}
     if pl.lanes:
         return {**meta, "GROUP_TILES": 4}
     if meta["GROUP_TILES"] is not False:
@@ -1220,7 +1279,7 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     # the summary tile of the carry-in scan also needs an element per thread (time-major:
     # its block_n rows count too; with 128 rows the segments stay inside the threads)
     threads = 32 * pl.num_warps
-    s_block = max(_next_pow2(pl.segments), _cdiv(threads, pl.block_n) if pl.time_major else threads)
+    s_block = max(_next_pow2(pl.segments), _cdiv(threads, pl.block_n) if pl.time_major or pl.tm_lanes else threads)
     full = [*args, T, pl.seg_len, sum_a, sum_b, sum_a, args[0]]
     if pl.coop:
         if device.type != "cuda":
@@ -1540,5 +1599,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
                   few=_TM_FEW_TILES.get("forward"), form=_one_chunk_form("forward", p))
+    if pl.tm_lanes:
+        meta["TM_W"] = pl.num_warps
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)

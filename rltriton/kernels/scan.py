@@ -46,7 +46,10 @@ Triton version; :func:`chunk_times`):
 Time-major storage (``[T, N]``, rows contiguous; ``TIME_MAJOR``) turns the tile around: 4
 rows per thread, the lanes mostly along rows, and each thread holding a run of its rows'
 steps in scan order, so the scan over time runs in registers and a few shuffles
-(:func:`program_tile`).
+(:func:`program_tile`). Many short time-major rows instead take the **time-major lanes**
+form (``GROUP_TILES = 5``, ``launch._TM_LANES``): every lane along rows (2 a thread, one
+8-byte access), the warps along time, and each thread K consecutive steps of its rows in
+registers, scanned serially there and then across the warps (:func:`tm_lanes_scan`).
 """
 
 from __future__ import annotations
@@ -182,13 +185,17 @@ def last_column(x, REV: tl.constexpr = False):
 
 @triton.jit
 def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr = False,
-              SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False):
+              SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False, TM_W: tl.constexpr = 0):
     """Scan a [BN, BT] tile of (alpha, beta), columns in scan order (``REV``: in time
     order, scanned from the last column), from the per-row ``carry`` [BN]. Returns the
     tile of states and the carry for the next chunk. A [BN, BT/4, 4] tile takes the
-    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0), or with
-    ``LANES`` (``GROUP_TILES = 4``) :func:`lane_scan`."""
-    if LANES:
+    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0), with
+    ``LANES`` (``GROUP_TILES = 4``) :func:`lane_scan`, and with ``TM_W`` > 0 (a time-major
+    lanes tile on that many warps) :func:`tm_lanes_scan`."""
+    if TM_W > 0:
+        out, _next, c = tm_lanes_scan(alpha, beta, carry, TM_W, CUT)
+        return out, c
+    elif LANES:
         out, _next, c = lane_scan(alpha, beta, carry, CUT)
         return out, c
     elif len(alpha.shape) == 3:
@@ -202,13 +209,15 @@ def scan_tile(alpha, beta, carry, REV: tl.constexpr = False, CUT: tl.constexpr =
 
 @triton.jit
 def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
-                     LANES: tl.constexpr = False):
+                     LANES: tl.constexpr = False, TM_W: tl.constexpr = 0):
     """:func:`scan_tile` that also returns, at each column, the state one step earlier
     in scan order (for a backward estimator, the state at t+1; the carry at the first
     step). Returns ``(D_t, D_{t+1}, new carry)``. A [BN, BT/4, 4] tile takes the
-    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0), or with
-    ``LANES`` :func:`lane_scan`."""
-    if LANES:
+    two-level scan (:func:`group_scan`, segmented every SEG_GROUPS groups if > 0), with
+    ``LANES`` :func:`lane_scan`, and with ``TM_W`` > 0 :func:`tm_lanes_scan`."""
+    if TM_W > 0:
+        return tm_lanes_scan(alpha, beta, carry, TM_W)
+    elif LANES:
         return lane_scan(alpha, beta, carry)
     elif len(alpha.shape) == 3:
         return group_scan(alpha, beta, carry, False, SEG_GROUPS)
@@ -380,6 +389,84 @@ def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
     return group_tile(s0, s1, s2, s3), group_tile(s1, s2, s3, e), c
 
 
+@triton.jit
+def _in_thread_last(x):
+    """The last element along axis 1 of a [BN, K, W] tile of :func:`tm_lanes_scan`, whose axis
+    1 lies inside each thread, as [BN, W]: a masked sum with -0.0 beside the element (see
+    :func:`group_pick`), which folds to the element itself."""
+    K: tl.constexpr = x.shape[1]
+    k = tl.arange(0, K)[None, :, None]
+    if x.dtype == tl.float64:
+        nz = tl.full(x.shape, -9223372036854775808, tl.int64).to(tl.float64, bitcast=True)
+    else:
+        nz = tl.full(x.shape, -2147483648, tl.int32).to(tl.float32, bitcast=True)
+    return tl.sum(tl.where(k == K - 1, x, nz), axis=1)
+
+
+@triton.jit
+def _tm_lanes_parts(alpha, beta, W: tl.constexpr, CUT: tl.constexpr = False):
+    """The scans of :func:`tm_lanes_scan` without the carry: the tile as [BN, K, W] (K = BT / W
+    steps of warp w at [:, :, w], in scan order), each thread's steps scanned in registers
+    with the lagged combine (``x + p c`` is the state at a step and ``y + q c`` the one
+    before it in scan order, for ``c`` entering the warp's steps), and the warps' composed
+    maps scanned across the warps likewise (``X + P C``, ``Y + Q C`` [BN, W], for ``C``
+    entering the tile)."""
+    BN: tl.constexpr = alpha.shape[0]
+    K: tl.constexpr = alpha.shape[1] // W
+    a = tl.reshape(alpha, [BN, K, W])
+    b = tl.reshape(beta, [BN, K, W])
+    one = tl.full(a.shape, 1.0, a.dtype)
+    zero = tl.zeros(a.shape, a.dtype)
+    if CUT:
+        p, q, x, y = tl.associative_scan((b, one, a, zero), axis=1, combine_fn=affine_combine_lagged_cut)
+    else:
+        p, q, x, y = tl.associative_scan((b, one, a, zero), axis=1, combine_fn=affine_combine_lagged)
+    wa = _in_thread_last(x)
+    wb = _in_thread_last(p)
+    one_w = tl.full(wa.shape, 1.0, wa.dtype)
+    zero_w = tl.zeros(wa.shape, wa.dtype)
+    if CUT:
+        P, Q, X, Y = tl.associative_scan((wb, one_w, wa, zero_w), axis=1, combine_fn=affine_combine_lagged_cut)
+    else:
+        P, Q, X, Y = tl.associative_scan((wb, one_w, wa, zero_w), axis=1, combine_fn=affine_combine_lagged)
+    return p, q, x, y, P, Q, X, Y
+
+
+@triton.jit
+def _last_warp(x):
+    """Column W - 1 of a [BN, W] tile, as [BN] (across the warps: a reduction)."""
+    W: tl.constexpr = x.shape[1]
+    return tl.sum(tl.where(tl.arange(0, W)[None, :] == W - 1, x, 0.0), axis=1)
+
+
+@triton.jit
+def tm_lanes_scan(alpha, beta, carry, W: tl.constexpr, CUT: tl.constexpr = False):
+    """The scan of a time-major lanes tile (``GROUP_TILES = 5``, :func:`chunk_times`) of
+    (alpha, beta) [BN, BT] from ``carry`` [BN], the recursion ``A_t = alpha_t + beta_t
+    A_{t+1}`` in scan order: column ``i`` holds scan position ``(i % W) K + i // W``, which
+    Triton's layout of the tile's accesses (rows along the lanes, time along the ``W``
+    warps) puts in warp ``i % W``, K = BT / W consecutive positions in each thread. Each
+    thread scans its K steps serially in registers; the W warps' composed maps are scanned
+    across the warps (through shared memory) into the state entering each warp's steps,
+    which one FMA a step then applies. Returns (the states [BN, BT], the states one step
+    earlier in scan order, i.e. one step later in time [BN, BT], the carry out [BN])."""
+    BN: tl.constexpr = alpha.shape[0]
+    BT: tl.constexpr = alpha.shape[1]
+    p, q, x, y, P, Q, X, Y = _tm_lanes_parts(alpha, beta, W, CUT)
+    c = carry[:, None]
+    enter = madd(Y, Q, c, CUT)[:, None, :]  # [BN, 1, W]: the state entering each warp's steps
+    out = madd(x, p, enter, CUT)
+    before = madd(y, q, enter, CUT)
+    return tl.reshape(out, [BN, BT]), tl.reshape(before, [BN, BT]), _last_warp(madd(X, P, c, CUT))
+
+
+@triton.jit
+def tm_lanes_map(alpha, beta, W: tl.constexpr, CUT: tl.constexpr = False):
+    """The composed map (A, B) [BN] of a whole time-major lanes tile (see :func:`tm_lanes_scan`)."""
+    _p, _q, _x, _y, P, _Q, X, _Y = _tm_lanes_parts(alpha, beta, W, CUT)
+    return _last_warp(X), _last_warp(P)
+
+
 @triton.constexpr_function
 def lanes_per_row(BLOCK_T):
     """The lanes a row of ``BLOCK_T`` steps spans in a ``GROUP_TILES = 4`` tile: 8 (one
@@ -401,7 +488,7 @@ def tile_rows(rows, ts):
 
 @triton.jit
 def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
-                ROWS: tl.constexpr = 1):
+                ROWS: tl.constexpr = 1, TM_W: tl.constexpr = 1):
     """Times (int32: every compare with T and every step arithmetic is one instruction where
     int64 took two; :func:`t_off` widens them for an address; the launcher keeps T below
     ``launch._MAX_T``) of the i-th chunk in scan order of segment ``seg`` of a backward
@@ -422,10 +509,19 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
     * TIME_MAJOR (rows are the contiguous axis, see :func:`program_tile`) [1, BT]: times
       descend (scan order, scanned forward); the vector accesses run along rows. Held as
       [1, BT, 1] before, its reshape cost Triton 3.6 224 shuffles per thread at [128, 16]
-      on 4 warps and 3.8 four more layout conversions; as [1, BT] none and two fewer."""
+      on 4 warps and 3.8 four more layout conversions; as [1, BT] none and two fewer.
+    * time-major lanes (``GROUP_TILES = 5`` on ``TM_W`` warps, see :func:`tm_lanes_scan`)
+      [1, BT]: column ``i`` holds scan position ``s = (i % TM_W) K + i // TM_W``, K = BT /
+      TM_W, i.e. time ``t_hi - s``. The tile's accesses run along rows only, so Triton gives
+      the lanes to the rows and the warps to the time axis, and each thread holds its
+      columns ``w, w + TM_W, ...``: warp w's K consecutive steps in scan order."""
     c = n_chunks - 1 - i
     t_lo = seg * SEG + c * BLOCK_T
-    if TIME_MAJOR:
+    if GROUP_TILES == 5:
+        K: tl.constexpr = BLOCK_T // TM_W
+        col = tl.arange(0, BLOCK_T)
+        return t_lo + (BLOCK_T - 1) - ((col % TM_W) * K + col // TM_W)[None, :]
+    elif TIME_MAJOR:
         return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T)[None, :]
     elif GROUP_TILES == 4:
         L: tl.constexpr = lanes_per_row(BLOCK_T)
@@ -451,7 +547,7 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
 
 @triton.jit
 def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr,
-               GROUP_TILES: tl.constexpr):
+               GROUP_TILES: tl.constexpr, TM_W: tl.constexpr = 1):
     """The i-th chunk of a backward kernel: ``(rows, row mask, times (:func:`chunk_times`),
     mask of in-range elements)``, rows and row mask shaped to broadcast with the times
     ([BN, 1, 1] for the group form, else [BN, 1]).
@@ -469,7 +565,7 @@ def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, 
         # row r's groups are r * BT/4 ... (r + 1) * BT/4 - 1, each row's in descending time
         ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES, rows.shape[1] * 4 // BLOCK_T)
     else:
-        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES)
+        ts = chunk_times(seg, SEG, i, n_chunks, BLOCK_T, TIME_MAJOR, GROUP_TILES, 1, TM_W)
     rows_t = tile_rows(rows, ts)
     row_mask_t = tile_rows(row_mask, ts)
     return rows_t, row_mask_t, ts, row_mask_t & (ts < T)
@@ -664,7 +760,7 @@ def next_state_values(
 
 @triton.jit
 def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexpr = False,
-              CUT: tl.constexpr = False):
+              CUT: tl.constexpr = False, TM_W: tl.constexpr = 0):
     """The composed map (A, B) of a whole [BN, BT] tile in scan order (``REV``: a tile in
     time order, scanned in reverse), as two [BN].
 
@@ -674,8 +770,10 @@ def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexp
     column 0, without the flips that Triton 3.6 lowers ``reverse=True`` into (PHASE 1 of GAE
     at [1, 2048] on 8 warps: 188 -> 28 shuffles per thread with Triton 3.6,
     tests/test_kernels_static.py; ``launch._SEGMENT_MAP_FORWARD``). A [BN, BT/4, 4] tile:
-    :func:`group_map`."""
-    if len(alpha.shape) == 3:
+    :func:`group_map`; a time-major lanes tile (``TM_W`` > 0): :func:`tm_lanes_map`."""
+    if TM_W > 0:
+        return tm_lanes_map(alpha, beta, TM_W, CUT)
+    elif len(alpha.shape) == 3:
         return group_map(alpha, beta, CUT)
     elif REV and FORWARD_TOTAL:
         if CUT:
@@ -797,10 +895,16 @@ def segment_carry_in(
 
 
 @triton.jit
-def segment_chunk(seg, SEG, i, BLOCK_T: tl.constexpr):
+def segment_chunk(seg, SEG, i, BLOCK_T: tl.constexpr, TM_W: tl.constexpr = 0):
     """Time indices [1, BLOCK_T] (int64) of the i-th chunk of segment ``seg`` of a forward
-    estimator (ascending: already scan order; backward estimators use :func:`chunk_times`)."""
-    return tl.cast(seg, tl.int64) * SEG + tl.cast(i, tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)[None, :]
+    estimator (ascending: already scan order; backward estimators use :func:`chunk_times`).
+    ``TM_W`` > 0 (a time-major lanes tile on that many warps, see :func:`chunk_times`): column
+    ``i`` holds scan position ``(i % TM_W) K + i // TM_W``, K = BLOCK_T / TM_W."""
+    col = tl.arange(0, BLOCK_T)
+    if TM_W > 0:
+        K: tl.constexpr = BLOCK_T // TM_W
+        col = (col % TM_W) * K + col // TM_W
+    return tl.cast(seg, tl.int64) * SEG + tl.cast(i, tl.int64) * BLOCK_T + col.to(tl.int64)[None, :]
 
 
 # --- single pass: decoupled look-back ---------------------------------------------------
@@ -821,7 +925,7 @@ def segment_chunk(seg, SEG, i, BLOCK_T: tl.constexpr):
 @triton.jit
 def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr,
                  REVERSE: tl.constexpr, TIME_MAJOR: tl.constexpr, FLAT: tl.constexpr = False,
-                 SEG_FLIP: tl.constexpr = False):
+                 SEG_FLIP: tl.constexpr = False, TM_LANES: tl.constexpr = False):
     """(rows [BN, 1] int64, segment, number of segments, chunks in the segment) of this program.
 
     SEG_FLIP (``launch._SEG_FLIP``): PHASE 2 takes the segments in the opposite order to
@@ -839,7 +943,12 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
     them for the 32 rows of ``launch.plan_time_major``), the other lanes and the warps
     along time, each thread holding 4 steps. Told the full contiguity, the byte-wide flags
     take 16 rows per thread and push lanes along time. Values read per row must keep that
-    layout: see :func:`next_state_values` for ``last_value``."""
+    layout: see :func:`next_state_values` for ``last_value``.
+
+    TM_LANES (time-major lanes tiles, ``GROUP_TILES = 5``): the rows are told to be
+    contiguous in runs of ``BLOCK_N / 32``, so that each access takes that many rows a
+    thread and all 32 lanes along rows, leaving the warps for the time axis (told the full
+    contiguity, Triton makes 16-byte accesses and puts some lanes along time)."""
     n_segs = tl.cdiv(T, SEG)
     if PHASE == 3:
         ticket = tl.atomic_add(state_ptr, 1)
@@ -859,7 +968,9 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
         rows = tl.cast(rb, tl.int64) * BLOCK_N + (tl.arange(0, BLOCK_N * NGR) // NGR).to(tl.int64)[None, :]
     else:
         ar = tl.arange(0, BLOCK_N)
-        if TIME_MAJOR:
+        if TM_LANES:
+            ar = tl.max_contiguous(ar, BLOCK_N // 32)
+        elif TIME_MAJOR:
             ar = tl.max_contiguous(ar, 4)
         rows = tl.cast(rb, tl.int64) * BLOCK_N + ar.to(tl.int64)[:, None]
     seg_len = tl.minimum(SEG, T - tl.cast(seg, tl.int64) * SEG)
@@ -878,9 +989,10 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
     chunk) the rows are per group (:func:`chunk_tile`) and the carry is a single 0."""
     FLAT: tl.constexpr = GROUP_TILES == 3
     rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT,
-                                               SEG_FLIP)
+                                               SEG_FLIP, GROUP_TILES == 5)
     row_mask = rows < R
-    s_sr, s_ss = summary_strides(R, n_segs, TIME_MAJOR)
+    # (time-major lanes tiles: their summaries segment-major too, read along the rows)
+    s_sr, s_ss = summary_strides(R, n_segs, TIME_MAJOR or GROUP_TILES == 5)
     carry = tl.zeros([rows.shape[0]], DT)
     if PHASE == 2:
         if not ONE_CHUNK:
@@ -1046,7 +1158,8 @@ def group_lookback_carry(alpha, beta, init, state_ptr, agg_a_ptr, agg_b_ptr, inc
 def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs,
               PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
               REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
-              CUT: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False):
+              CUT: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False,
+              TM_W: tl.constexpr = 0):
     """One chunk (a [BN, BT] tile in scan order, or in time order scanned in reverse with
     ``REV``): ``scan_tile`` from ``carry`` (PHASE 0/2), or, in PHASE 3, the carry found by
     look-back (``carry`` is then the value entering the first segment in scan order).
@@ -1054,7 +1167,9 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
 
     PHASE 2 with ONE_CHUNK: ``carry`` is the value entering the first segment, and the
     summaries (``agg_a_ptr``/``agg_b_ptr``, W wide) are composed into the carry-in here, so
-    their loads and scan come after the tile's loads are in flight rather than before."""
+    their loads and scan come after the tile's loads are in flight rather than before.
+    ``TM_W`` > 0: a time-major lanes tile (:func:`tm_lanes_scan`; not in PHASE 3 to 5)."""
+    tl.static_assert(TM_W == 0 or PHASE < 3, "time-major lanes tiles take no single-pass split")
     if PHASE == 2:
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
@@ -1070,16 +1185,17 @@ def scan_step(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_s
         out = madd(a, b, c[:, None], CUT)
         return out, last_column(out, REV)
     else:
-        return scan_tile(alpha, beta, carry, REV, CUT, SEG_GROUPS, LANES)
+        return scan_tile(alpha, beta, carry, REV, CUT, SEG_GROUPS, LANES, TM_W)
 
 
 @triton.jit
 def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, s_sr, s_ss, rows, row_mask, seg,
                      n_segs, PHASE: tl.constexpr, REVERSE: tl.constexpr, W: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      REV: tl.constexpr = False, TIME_MAJOR: tl.constexpr = False, PROD: tl.constexpr = False,
-                     SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False):
+                     SEG_GROUPS: tl.constexpr = 0, LANES: tl.constexpr = False, TM_W: tl.constexpr = 0):
     """``scan_tile_lagged`` with the PHASE 3 look-back carry or the deferred PHASE 2
     carry-in (see :func:`scan_step`)."""
+    tl.static_assert(TM_W == 0 or PHASE < 3, "time-major lanes tiles take no single-pass split")
     if PHASE == 2:
         if ONE_CHUNK:
             carry = segment_carry_in(agg_a_ptr, agg_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, carry, REVERSE, W,
@@ -1098,4 +1214,4 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
         out = x + p * c[:, None]
         return out, y + q * c[:, None], last_column(out, REV)
     else:
-        return scan_tile_lagged(alpha, beta, carry, REV, SEG_GROUPS, LANES)
+        return scan_tile_lagged(alpha, beta, carry, REV, SEG_GROUPS, LANES, TM_W)
