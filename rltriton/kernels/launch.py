@@ -530,15 +530,16 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
 # registers, then across the warps through shared memory; one chunk a row. The time-major
 # tiles (plan_time_major) hold 4 rows by 4 steps a thread with lanes along time too: at 142
 # registers and one warp a program they ran ~4 warps an SM at 16384 x 64 (Nsight Compute,
-# 2026-12-01-h200-s19-notes). Prototype on an H200 (Triton 3.6), GAE, time-major tiles ->
-# these, us: 16384 x 64 6.99 -> 4.79, 32768 x 32 5.53 -> 4.21, 16384 x 16 2.76 -> 2.34,
-# 8192 x 128 7.08 -> 5.17, 32768 x 128 21.4 -> 25.2 (slower: so 128-step tiles need rows
-# for at most _TM_LANES_MAX_PROGRAMS_128 programs an SM). In the kernels (benchmarks/ab.py,
-# 2026-12-01-h200-s19-ab-tm-lanes.txt), time-major tiles -> these, us: discounted returns
-# 16384 x 64 5.8 -> 3.7, TD(lambda) 8192 x 128 7.9 -> 4.8, GAE 32768 x 32 5.5 -> 4.5; V-trace
-# and Retrace (the lagged scan, a 4-tuple in registers) gain up to 32 steps (V-trace
-# 32768 x 8 3.5 -> 2.9, Retrace 32768 x 32 7.1 -> 5.0) and lose from 64 (V-trace 32768 x 64
-# 13.2 -> 26.5), hence the bounds by form (_TM_LANES_MAX_T); Retrace's action form has none.
+# 2026-12-01-h200-s19-ncu.txt). H200, Triton 3.6 (benchmarks/ab.py,
+# 2026-12-01-h200-s19-ab-tm-lanes*.txt), time-major tiles -> these, us: discounted returns
+# 16384 x 64 5.8 -> 3.7, TD(lambda) 8192 x 128 7.9 -> 4.8, GAE 32768 x 32 5.5 -> 4.5, traces
+# 8192 x 128 5.9 -> 4.0; at 128 steps GAE lost with 512 programs (32768 x 128: 21.4 -> 25.2
+# as one chunk in a prototype, 2026-12-01-h200-s19-proto-tm-lanes.txt; 21 -> 46 in chunks of
+# 64), hence _TM_LANES_MAX_PROGRAMS_128. V-trace and Retrace (the lagged scan, a
+# 4-tuple in registers) gain up to 32 steps (V-trace 32768 x 8 3.5 -> 2.9, Retrace 32768 x 32
+# 7.1 -> 5.0) and lose from 64 (V-trace 32768 x 64 13.2 -> 26.5; with 4 steps a thread,
+# _TM_LANES_STEPS, mixed: 16384 x 64 10.2 -> 7.4 but 32768 x 64 13.0 -> 18.7), hence the
+# bounds by form (_TM_LANES_MAX_T); Retrace's action form has none.
 _TM_LANES = True
 _TM_LANES_MIN_T = 8
 _TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32, "forward": 128}
