@@ -1057,7 +1057,7 @@ def test_tm_lanes_tiles(name, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_TM_LANES", True)
     monkeypatch.setattr(poisoned, "_TM_LANES_MIN_PROGRAMS", 0)
-    monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys(poisoned._FORMS, 64))
+    monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys((*poisoned._FORMS, "forward"), 64))
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
                                                              pl.block_n, pl.block_t))
     poisoned.clear_caches()

@@ -441,15 +441,18 @@ def _last_warp(x):
 
 @triton.jit
 def tm_lanes_scan(alpha, beta, carry, W: tl.constexpr, CUT: tl.constexpr = False):
-    """The scan of a time-major lanes tile (``GROUP_TILES = 5``, :func:`chunk_times`) of
-    (alpha, beta) [BN, BT] from ``carry`` [BN], the recursion ``A_t = alpha_t + beta_t
-    A_{t+1}`` in scan order: column ``i`` holds scan position ``(i % W) K + i // W``, which
+    """The scan of a time-major lanes tile (``GROUP_TILES = 5``, :func:`chunk_times`,
+    :func:`segment_chunk`) of (alpha, beta) [BN, BT] from ``carry`` [BN]: the recursion
+    ``A = alpha + beta A'`` with ``A'`` the state before in scan order (at t + 1 for a
+    backward estimator, t - 1 for a forward one). Column ``i`` holds scan position
+    ``(i % W) K + i // W``, which
     Triton's layout of the tile's accesses (rows along the lanes, time along the ``W``
     warps) puts in warp ``i % W``, K = BT / W consecutive positions in each thread. Each
     thread scans its K steps serially in registers; the W warps' composed maps are scanned
     across the warps (through shared memory) into the state entering each warp's steps,
     which one FMA a step then applies. Returns (the states [BN, BT], the states one step
-    earlier in scan order, i.e. one step later in time [BN, BT], the carry out [BN])."""
+    earlier in scan order [BN, BT] (for a backward estimator, one step later in time), the
+    carry out [BN])."""
     BN: tl.constexpr = alpha.shape[0]
     BT: tl.constexpr = alpha.shape[1]
     p, q, x, y, P, Q, X, Y = _tm_lanes_parts(alpha, beta, W, CUT)
@@ -488,7 +491,7 @@ def tile_rows(rows, ts):
 
 @triton.jit
 def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
-                ROWS: tl.constexpr = 1, TM_W: tl.constexpr = 1):
+                ROWS: tl.constexpr = 1, TM_W: tl.constexpr = 0):
     """Times (int32: every compare with T and every step arithmetic is one instruction where
     int64 took two; :func:`t_off` widens them for an address; the launcher keeps T below
     ``launch._MAX_T``) of the i-th chunk in scan order of segment ``seg`` of a backward
@@ -518,6 +521,7 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
     c = n_chunks - 1 - i
     t_lo = seg * SEG + c * BLOCK_T
     if GROUP_TILES == 5:
+        tl.static_assert(TM_W > 0, "a time-major lanes tile needs its warps (TM_W)")
         K: tl.constexpr = BLOCK_T // TM_W
         col = tl.arange(0, BLOCK_T)
         return t_lo + (BLOCK_T - 1) - ((col % TM_W) * K + col // TM_W)[None, :]
@@ -547,7 +551,7 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
 
 @triton.jit
 def chunk_tile(seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr,
-               GROUP_TILES: tl.constexpr, TM_W: tl.constexpr = 1):
+               GROUP_TILES: tl.constexpr, TM_W: tl.constexpr = 0):
     """The i-th chunk of a backward kernel: ``(rows, row mask, times (:func:`chunk_times`),
     mask of in-range elements)``, rows and row mask shaped to broadcast with the times
     ([BN, 1, 1] for the group form, else [BN, 1]).
