@@ -162,6 +162,34 @@ def affine_combine_lagged_seg(f_acc, p_acc, q_acc, x_acc, y_acc, f_new, p_new, q
 
 
 @triton.jit
+def lagged_scan(alpha, beta, axis: tl.constexpr, CUT: tl.constexpr = False, REV: tl.constexpr = False):
+    """The scan of the maps ``x -> alpha + beta x`` along ``axis`` with the lagged combine
+    (:func:`affine_combine_lagged`; with ``CUT`` :func:`affine_combine_lagged_cut`; ``REV``:
+    from the last element): ``(p, q, x, y)``, with ``x + p c`` the state at each element and
+    ``y + q c`` the state before it in scan order, for ``c`` the state entering the scan."""
+    one = tl.full(alpha.shape, 1.0, alpha.dtype)
+    zero = tl.zeros(alpha.shape, alpha.dtype)
+    if CUT:
+        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=axis, combine_fn=affine_combine_lagged_cut,
+                                         reverse=REV)
+    else:
+        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=axis, combine_fn=affine_combine_lagged,
+                                         reverse=REV)
+    return p, q, x, y
+
+
+@triton.jit
+def _neg_zero(x):
+    """-0.0 in the shape and dtype of ``x``, made from its bits: ``x + -0.0`` is ``x`` for every
+    ``x``, so a masked sum with it beside one element folds to that element, where ``x + 0.0``
+    cannot (-0.0 + 0.0 is 0.0). ``tl.full`` stores -0.0 as 0.0, and Triton negates as 0 - x."""
+    if x.dtype == tl.float64:
+        return tl.full(x.shape, -9223372036854775808, tl.int64).to(tl.float64, bitcast=True)
+    else:
+        return tl.full(x.shape, -2147483648, tl.int32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def clip_max(x, bound):
     """min(x, bound), NaN where x is NaN: the importance ratios' clips as SPEC's arithmetic
     (and torch.clamp) give them. ``tl.minimum`` by default returns ``bound`` for a NaN x;
@@ -222,10 +250,7 @@ def scan_tile_lagged(alpha, beta, carry, REV: tl.constexpr = False, SEG_GROUPS: 
     elif len(alpha.shape) == 3:
         return group_scan(alpha, beta, carry, False, SEG_GROUPS)
     else:
-        one = tl.full(alpha.shape, 1.0, alpha.dtype)
-        zero = tl.zeros(alpha.shape, alpha.dtype)
-        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged,
-                                         reverse=REV)
+        p, q, x, y = lagged_scan(alpha, beta, 1, False, REV)
         c = carry[:, None]
         out = x + p * c
         return out, y + q * c, last_column(out, REV)
@@ -240,14 +265,8 @@ def group_pick(x, j: tl.constexpr):
         k = tl.arange(0, 4)[None, None, None, :]
     else:
         k = tl.arange(0, 4)[None, None, :]
-    # -0.0 beside the step: x + -0.0 is x for every x, so the sum folds to the step itself,
-    # where x + 0.0 cannot (-0.0 + 0.0 is 0.0) and cost an add a pick. Made from its bits:
-    # tl.full stores -0.0 as 0.0, and Triton negates as 0 - x.
-    if x.dtype == tl.float64:
-        nz = tl.full(x.shape, -9223372036854775808, tl.int64).to(tl.float64, bitcast=True)
-    else:
-        nz = tl.full(x.shape, -2147483648, tl.int32).to(tl.float32, bitcast=True)
-    return tl.sum(tl.where(k == j, x, nz), axis=len(x.shape) - 1)
+    # -0.0 beside the step, so the sum folds to the step itself (an add a pick with 0.0)
+    return tl.sum(tl.where(k == j, x, _neg_zero(x)), axis=len(x.shape) - 1)
 
 
 @triton.jit
@@ -299,17 +318,15 @@ def group_scan(alpha, beta, carry, CUT: tl.constexpr = False, SEG_GROUPS: tl.con
     the groups is segmented there (:func:`affine_combine_lagged_seg`; the carry is 0), so a
     row's states never take the previous row's through the row end's 0 coefficient."""
     a0, a1, a2, a3, b0, b1, b2, b3, fa, fb = group_steps(alpha, beta, CUT)
-    one = tl.full(fa.shape, 1.0, fa.dtype)
-    zero = tl.zeros(fa.shape, fa.dtype)
     if SEG_GROUPS > 0:
+        one = tl.full(fa.shape, 1.0, fa.dtype)
+        zero = tl.zeros(fa.shape, fa.dtype)
         starts = (tl.arange(0, fa.shape[1]) % SEG_GROUPS == 0).to(tl.int32)[None, :]
         flags = tl.broadcast_to(starts, fa.shape)
         _f, _p, q, _x, y = tl.associative_scan((flags, fb, one, fa, zero), axis=1,
                                                combine_fn=affine_combine_lagged_seg)
-    elif CUT:
-        _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged_cut)
     else:
-        _p, q, _x, y = tl.associative_scan((fb, one, fa, zero), axis=1, combine_fn=affine_combine_lagged)
+        _p, q, _x, y = lagged_scan(fa, fb, 1, CUT)
     c = carry[:, None]
     e = madd(y, q, c, CUT)  # the state entering each group (after it in time)
     s3 = madd(a3, b3, e, CUT)
@@ -363,12 +380,7 @@ def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
         fb_t = tl.permute(fb, (2, 1, 0))
     L: tl.constexpr = fa_t.shape[2]
     NC: tl.constexpr = fa_t.shape[0]
-    one = tl.full(fa_t.shape, 1.0, fa.dtype)
-    zero = tl.zeros(fa_t.shape, fa.dtype)
-    if CUT:
-        p, q, x, y = tl.associative_scan((fb_t, one, fa_t, zero), axis=2, combine_fn=affine_combine_lagged_cut)
-    else:
-        p, q, x, y = tl.associative_scan((fb_t, one, fa_t, zero), axis=2, combine_fn=affine_combine_lagged)
+    p, q, x, y = lagged_scan(fa_t, fb_t, 2, CUT)
     last = tl.arange(0, L)[None, None, :] == L - 1
     col_a = tl.sum(tl.where(last, x, 0.0), axis=2)  # [NC, BN]: each column's map (its last lane)
     col_b = tl.sum(tl.where(last, p, 0.0), axis=2)
@@ -393,14 +405,10 @@ def lane_scan(alpha, beta, carry, CUT: tl.constexpr = False):
 def _in_thread_last(x):
     """The last element along axis 1 of a [BN, K, W] tile of :func:`tm_lanes_scan`, whose axis
     1 lies inside each thread, as [BN, W]: a masked sum with -0.0 beside the element (see
-    :func:`group_pick`), which folds to the element itself."""
+    :func:`_neg_zero`), which folds to the element itself."""
     K: tl.constexpr = x.shape[1]
     k = tl.arange(0, K)[None, :, None]
-    if x.dtype == tl.float64:
-        nz = tl.full(x.shape, -9223372036854775808, tl.int64).to(tl.float64, bitcast=True)
-    else:
-        nz = tl.full(x.shape, -2147483648, tl.int32).to(tl.float32, bitcast=True)
-    return tl.sum(tl.where(k == K - 1, x, nz), axis=1)
+    return tl.sum(tl.where(k == K - 1, x, _neg_zero(x)), axis=1)
 
 
 @triton.jit
@@ -413,30 +421,9 @@ def _tm_lanes_parts(alpha, beta, W: tl.constexpr, CUT: tl.constexpr = False):
     entering the tile)."""
     BN: tl.constexpr = alpha.shape[0]
     K: tl.constexpr = alpha.shape[1] // W
-    a = tl.reshape(alpha, [BN, K, W])
-    b = tl.reshape(beta, [BN, K, W])
-    one = tl.full(a.shape, 1.0, a.dtype)
-    zero = tl.zeros(a.shape, a.dtype)
-    if CUT:
-        p, q, x, y = tl.associative_scan((b, one, a, zero), axis=1, combine_fn=affine_combine_lagged_cut)
-    else:
-        p, q, x, y = tl.associative_scan((b, one, a, zero), axis=1, combine_fn=affine_combine_lagged)
-    wa = _in_thread_last(x)
-    wb = _in_thread_last(p)
-    one_w = tl.full(wa.shape, 1.0, wa.dtype)
-    zero_w = tl.zeros(wa.shape, wa.dtype)
-    if CUT:
-        P, Q, X, Y = tl.associative_scan((wb, one_w, wa, zero_w), axis=1, combine_fn=affine_combine_lagged_cut)
-    else:
-        P, Q, X, Y = tl.associative_scan((wb, one_w, wa, zero_w), axis=1, combine_fn=affine_combine_lagged)
+    p, q, x, y = lagged_scan(tl.reshape(alpha, [BN, K, W]), tl.reshape(beta, [BN, K, W]), 1, CUT)
+    P, Q, X, Y = lagged_scan(_in_thread_last(x), _in_thread_last(p), 1, CUT)
     return p, q, x, y, P, Q, X, Y
-
-
-@triton.jit
-def _last_warp(x):
-    """Column W - 1 of a [BN, W] tile, as [BN] (across the warps: a reduction)."""
-    W: tl.constexpr = x.shape[1]
-    return tl.sum(tl.where(tl.arange(0, W)[None, :] == W - 1, x, 0.0), axis=1)
 
 
 @triton.jit
@@ -460,14 +447,14 @@ def tm_lanes_scan(alpha, beta, carry, W: tl.constexpr, CUT: tl.constexpr = False
     enter = madd(Y, Q, c, CUT)[:, None, :]  # [BN, 1, W]: the state entering each warp's steps
     out = madd(x, p, enter, CUT)
     before = madd(y, q, enter, CUT)
-    return tl.reshape(out, [BN, BT]), tl.reshape(before, [BN, BT]), _last_warp(madd(X, P, c, CUT))
+    return tl.reshape(out, [BN, BT]), tl.reshape(before, [BN, BT]), last_column(madd(X, P, c, CUT))
 
 
 @triton.jit
 def tm_lanes_map(alpha, beta, W: tl.constexpr, CUT: tl.constexpr = False):
     """The composed map (A, B) [BN] of a whole time-major lanes tile (see :func:`tm_lanes_scan`)."""
     _p, _q, _x, _y, P, _Q, X, _Y = _tm_lanes_parts(alpha, beta, W, CUT)
-    return _last_warp(X), _last_warp(P)
+    return last_column(X), last_column(P)
 
 
 @triton.constexpr_function
@@ -1209,10 +1196,7 @@ def scan_step_lagged(alpha, beta, carry, state_ptr, agg_a_ptr, agg_b_ptr, incl_p
                                  n_segs, PHASE, REVERSE, W)
         return scan_tile_lagged(alpha, beta, c)
     elif PHASE >= 3:
-        one = tl.full(alpha.shape, 1.0, alpha.dtype)
-        zero = tl.zeros(alpha.shape, alpha.dtype)
-        p, q, x, y = tl.associative_scan((beta, one, alpha, zero), axis=1, combine_fn=affine_combine_lagged,
-                                         reverse=REV)
+        p, q, x, y = lagged_scan(alpha, beta, 1, False, REV)
         c = one_pass_carry(state_ptr, agg_a_ptr, agg_b_ptr, incl_ptr, rows, row_mask, seg, n_segs,
                            last_column(x, REV), last_column(p, REV), carry, PHASE, REVERSE, W)
         out = x + p * c[:, None]
