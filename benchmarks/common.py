@@ -93,6 +93,20 @@ def per_step_inputs(tensors: list[object], shape: tuple[int, int]) -> list[torch
     return out
 
 
+def estimator_plan(name: str, shape: tuple[int, int], time_major: bool = False, plan_for=None):
+    """The plan ``launch.plan_for`` (or ``plan_for``, e.g. the original of a monkeypatched one)
+    gives estimator ``name`` (a ``tests.rollouts`` name) at ``shape`` on the current GPU,
+    with the arguments the estimator's call passes it."""
+    from rltriton.kernels import launch
+    from tests.rollouts import FEW_ROWS_KIND
+
+    kind = FEW_ROWS_KIND[name]
+    return (plan_for or launch.plan_for)(
+        shape[0], shape[1], torch.device("cuda"), time_major=time_major, wide=name in launch._TM_WIDE_KINDS,
+        long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name, launch._LONG_ROWS_DEFAULT),
+        few=launch._TM_FEW_TILES.get(kind), forward=kind == "forward", form=kind)
+
+
 def device_time_us(fn: Callable[[], object], graph_calls: int = 50, replays: int = 10) -> float:
     """Per-call device time from a CUDA graph of ``graph_calls`` calls (median replay). Raises
     RuntimeError when the capture recorded nothing (``run.py`` then reports no device figure)."""

@@ -23,9 +23,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import stream_floor  # noqa: E402
+from benchmarks.common import estimator_plan, per_step_inputs, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
-from tests.rollouts import FEW_ROWS_KIND, make_case, on_gpu  # noqa: E402
+from tests.rollouts import make_case, on_gpu  # noqa: E402
 
 
 def main() -> None:
@@ -45,20 +45,14 @@ def main() -> None:
         launch.plan_for = lambda *a, **k: forced
     launch.clear_caches()
     case = on_gpu(make_case(name, shape, flags="terminated", seed=0, time_major=tm))
-    step_shape = torch.Size(shape[::-1] if tm else shape)
-    per_step = [x for x in list(case.args) + list(case.kwargs.values())
-                if isinstance(x, torch.Tensor) and x.shape == step_shape]
+    per_step = per_step_inputs(list(case.args) + list(case.kwargs.values()), shape[::-1] if tm else shape)
     outs = case(backend="triton")
     case(backend="triton")
     floor = stream_floor(per_step, [torch.empty_like(o) for o in outs])
     floor()
     floor()
     torch.cuda.synchronize()
-    kind = FEW_ROWS_KIND[name]
-    pl = launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=tm, wide=name in launch._TM_WIDE_KINDS,
-                         long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name,
-                                                         launch._LONG_ROWS_DEFAULT),
-                         few=launch._TM_FEW_TILES.get(kind), forward=kind == "forward", form=kind)
+    pl = estimator_plan(name, shape, tm)
     print(f"{name} {shape} {'time-major' if tm else 'batch-major'}: plan {tuple(pl)}")
 
 

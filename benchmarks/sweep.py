@@ -26,10 +26,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import device_time_us, full_call_us, stream_floor  # noqa: E402
+from benchmarks.common import device_time_us, estimator_plan, full_call_us, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
 from rltriton.kernels.scan import lanes_per_row  # noqa: E402
-from tests.rollouts import FEW_ROWS_KIND, make_case, on_gpu  # noqa: E402
+from tests.rollouts import make_case, on_gpu  # noqa: E402
 
 # Few time-major rows (launch._TM_FEW_TILES): a tile as wide as the rows (4 per thread, the
 # other lanes along time), split in time. (steps, warps, chunks a segment, most segments,
@@ -195,12 +195,7 @@ def main() -> None:
         floor = device_time_us(stream_floor(per_step, [torch.empty(shape, device="cuda") for _ in range(n_out)]))
         launch.plan_for = orig
         launch.clear_caches()  # replays of an earlier plan must not stand in for this one
-        default_plan = orig(shape[0], shape[1], torch.device("cuda"), time_major=TIME_MAJOR,
-                            wide=name in launch._TM_WIDE_KINDS,
-                            long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name,
-                                                            launch._LONG_ROWS_DEFAULT),
-                            few=launch._TM_FEW_TILES.get(FEW_ROWS_KIND[name]), forward=FEW_ROWS_KIND[name] == "forward",
-                            form=FEW_ROWS_KIND[name])
+        default_plan = estimator_plan(name, shape, TIME_MAJOR, orig)
         default = device_time_us(lambda c=case: c(backend="triton"))
         if ONE_CHUNK:
             full = full_call_us(lambda c=case: c(backend="triton"))

@@ -135,10 +135,12 @@ def test_segment_map_forward_long_rows(shape, name, monkeypatch):
         launch.clear_caches()
 
 
-def _forced(monkeypatch, settings: dict, name: str, shape: tuple[int, int], seed: int, what: str, record) -> list:
-    """Run ``name`` at ``shape`` on the GPU with ``launch`` settings forced, twice so that a
-    replay runs too, against the float64 torch backend; returns ``record(plan, kwargs)`` of
-    each launch made."""
+def _forced(monkeypatch, settings: dict, name: str, shape: tuple[int, int], seed: int, what: str, record,
+            time_major: bool = False, **case_kw) -> list:
+    """Run ``name`` at ``shape`` (``make_case``'s ``case_kw`` beside the seed; stored ``[T, N]``
+    with ``time_major``) on the GPU with ``launch`` settings forced, twice so that a replay
+    runs too, against the float64 torch backend; returns ``record(plan, kwargs)`` of each
+    launch made."""
     from rltriton.kernels import launch
 
     for key, value in settings.items():
@@ -146,10 +148,12 @@ def _forced(monkeypatch, settings: dict, name: str, shape: tuple[int, int], seed
     launch.clear_caches()
     used = plans_used(monkeypatch, launch, record)
     try:
-        case = on_gpu(make_case(name, shape, seed=seed))
+        case = make_case(name, shape, seed=seed, **case_kw)
+        if not time_major:
+            case = on_gpu(case)
         ref = as_f64(case)(backend="torch")
         for _ in range(2):
-            _compare(case, ref, f"{name} {shape} {what}")
+            (_compare_time_major if time_major else _compare)(case, ref, f"{name} {shape} {what}")
         return used
     finally:
         launch.clear_caches()
@@ -200,18 +204,9 @@ def test_lane_tiles(shape, name, dtype, monkeypatch):
     from rltriton.kernels import launch
 
     settings = {"_ROW_LANES": True, "_ROW_LANES_MIN_PROGRAMS": 0, "_ROW_LANES_MAX_T": dict.fromkeys(launch._FORMS, 64)}
-    for key, value in settings.items():
-        monkeypatch.setattr(launch, key, value)
-    launch.clear_caches()
-    used = plans_used(monkeypatch, launch, lambda pl, kw: kw["GROUP_TILES"])
-    try:
-        k = [(32768, 16), (4500, 32), (9000, 63), (1000, 33), (300, 20), (8448, 64)].index(shape)
-        case = on_gpu(make_case(name, shape, seed=12, dtype=dtype, bootstrap=BOOTSTRAP_FORMS[k % 4]))
-        ref = as_f64(case)(backend="torch")
-        for _ in range(2):
-            _compare(case, ref, f"{name} {shape} lanes")
-    finally:
-        launch.clear_caches()
+    k = [(32768, 16), (4500, 32), (9000, 63), (1000, 33), (300, 20), (8448, 64)].index(shape)
+    used = _forced(monkeypatch, settings, name, shape, 12, "lanes", lambda pl, kw: kw["GROUP_TILES"], dtype=dtype,
+                   bootstrap=BOOTSTRAP_FORMS[k % 4])
     assert used and set(used) == {4}, used
 
 
@@ -222,26 +217,17 @@ def test_lane_tiles(shape, name, dtype, monkeypatch):
 def test_tm_lanes_tiles(shape, name, dtype, monkeypatch):
     """launch._TM_LANES forced onto every form (the forward scans too) at 8-128 steps of
     time-major storage, however few the rows: rows along the lanes and time along the warps
-    (``GROUP_TILES = 5``), 4 and 8
-    steps a thread on 2-16 warps, rows filling their tiles and padded inside them, a last tile
-    of fewer rows, the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that
-    a replay runs too."""
+    (``GROUP_TILES = 5``), 4 and 8 steps a thread on 2-16 warps, rows filling their tiles and
+    padded inside them, a last tile of fewer rows, the bootstrap forms in turn, float32 and
+    bfloat16 inputs, repeated so that a replay runs too."""
     from rltriton.kernels import launch
 
     settings = {"_TM_LANES": True, "_TM_LANES_MIN_T": 4, "_TM_LANES_MIN_PROGRAMS": 0,
                 "_TM_LANES_MAX_PROGRAMS_128": 1e9, "_TM_LANES_MAX_T": dict.fromkeys((*launch._FORMS, "forward"), 128)}
-    for key, value in settings.items():
-        monkeypatch.setattr(launch, key, value)
-    launch.clear_caches()
-    used = plans_used(monkeypatch, launch, lambda pl, kw: kw.get("GROUP_TILES", 5 if pl.tm_lanes else None))
-    try:
-        k = [(32768, 8), (4500, 32), (9000, 63), (1000, 17), (300, 5), (8448, 128)].index(shape)
-        case = make_case(name, shape, seed=13, dtype=dtype, bootstrap=BOOTSTRAP_FORMS[k % 4])
-        ref = as_f64(case)(backend="torch")
-        for _ in range(2):
-            _compare_time_major(case, ref, f"{name} {shape} tm lanes")
-    finally:
-        launch.clear_caches()
+    k = [(32768, 8), (4500, 32), (9000, 63), (1000, 17), (300, 5), (8448, 128)].index(shape)
+    used = _forced(monkeypatch, settings, name, shape, 13, "tm lanes",
+                   lambda pl, kw: kw.get("GROUP_TILES", 5 if pl.tm_lanes else None), time_major=True, dtype=dtype,
+                   bootstrap=BOOTSTRAP_FORMS[k % 4])
     assert used and set(used) == {5}, used
 
 
