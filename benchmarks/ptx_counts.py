@@ -43,11 +43,13 @@ def registers(ptx: str) -> int:
     return int(re.search(r"Used (\d+) registers", res.stderr + res.stdout).group(1))
 
 
-def build(kernel, consts, warps, ptr_types=None, time_major=False):
+def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=True):
     """Compile ``kernel`` for sm_90 with Triton's usual specialisations (16-divisible
     pointers, sizes and row strides; unit time strides, or with ``time_major`` unit row
     strides and 16-divisible time strides) and count instructions per thread. ``TIME_MAJOR``
-    (the kernels' tiles for rows-contiguous storage) defaults to ``time_major``."""
+    (the kernels' tiles for rows-contiguous storage) defaults to ``time_major``.
+    ``row_div16=False``: batch-major row strides that Triton cannot specialise (rows of 24
+    steps: the kernel's ``ROW_DIV`` is then all it knows)."""
     names = kernel.arg_names
     consts = {"TIME_MAJOR": time_major, **consts}
     for prm in kernel.params:  # constexprs with a default (STAGES, LAGGED) take it unless given
@@ -77,7 +79,7 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False):
             cf[(i,)] = 1
         else:
             sig[n] = "i32"
-            if n in ("R", "T", "SEG") or (n.startswith("s_") and n.endswith("_n")):
+            if n in ("R", "T", "SEG") or (n.startswith("s_") and n.endswith("_n") and row_div16):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(kernel, sig, cf, attrs), target=TARGET, options=dict(num_warps=warps))
     ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
@@ -163,6 +165,19 @@ def static_checks() -> dict[str, dict]:
         out[f"{name}_tm_lanes"] = build(kern, consts, 8, time_major=True)
     consts = dict(TRACES, BLOCK_N=64, BLOCK_T=64, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, TM_W=8, TIME_MAJOR=False)
     out["traces_tm_lanes"] = build(F.forward_kernel, consts, 8, time_major=True)
+    # batch-major row strides Triton does not specialise (rows of 24 steps), with and without
+    # the launcher's ROW_DIV (launch._ROW_DIV), [8, 32] tiles on 2 warps: the default form of
+    # the installed Triton, and Triton 3.6's lanes tiles (GROUP_TILES = 4)
+    for name, (kern, extra) in KERNELS.items():
+        for gt in (BASE["GROUP_TILES"], 4):
+            for div in (1, 8):
+                consts = {**BASE, **extra, "BLOCK_N": 8, "BLOCK_T": 32, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                          "GROUP_TILES": gt, "LAGGED": name == "retrace_av", "ROW_DIV": div}
+                out[f"{name}_{'lanes' if gt == 4 else 'default'}_row_div{div}"] = build(kern, consts, 2,
+                                                                                       row_div16=False)
+    for div in (1, 8):
+        consts = dict(TRACES, BLOCK_N=8, BLOCK_T=32, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, ROW_DIV=div)
+        out[f"traces_default_row_div{div}"] = build(F.forward_kernel, consts, 2, row_div16=False)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

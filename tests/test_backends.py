@@ -1042,6 +1042,51 @@ def test_lane_tiles(name, lanes_last, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+def _padded(x, pad: int):
+    """``x`` ([*B, T], or [*B, T, *F]) as a view of a wider buffer whose rows are ``pad``
+    elements longer along the time axis: the same values, a row stride ``pad`` larger."""
+    t_axis = x.dim() - 1 if x.dim() <= 2 else 1
+    shape = list(x.shape)
+    shape[t_axis] += pad
+    buf = torch.full(shape, float("nan") if x.is_floating_point() else 0, dtype=x.dtype)
+    view = buf.narrow(t_axis, 0, x.shape[t_axis])
+    view.copy_(x)
+    return view
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_row_div(name, monkeypatch, poisoned):
+    """launch._ROW_DIV: batch-major row strides divisible by 8, 4 or 2 but not 16 are shown to
+    the kernels (``ROW_DIV``, scan.aligned's ``(s // D) D``, which the interpreter computes
+    too, so a divisor that some stride lacks moves that tensor's rows and fails here): rows of
+    24 steps (stride 24: 8), 20 (4), 1000 (8; 4 rows), 18 (2), the bootstrap forms in turn,
+    truncations and terminations, against the float64 reference, NaN-poisoned outputs; then the
+    rewards (the action values for Retrace's action form, the inputs for the forward scans) read
+    from a buffer 2 elements wider (stride 26 beside 24: 2), which the others' strides alone do
+    not show; and 8-step tiles (below ``_ROW_DIV_MIN_T``) and 16- or 32-divisible strides
+    take none."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_t, kw.get("ROW_DIV")))
+    poisoned.clear_caches()
+    try:
+        for k, (shape, div) in enumerate((((9, 24), 8), ((5, 20), 4), ((4, 1000), 8), ((6, 18), 2), ((7, 8), None),
+                                          ((3, 32), None), ((3, 48), None))):
+            seen.clear()
+            bootstrap = BOOTSTRAP_FORMS[k % len(BOOTSTRAP_FORMS)]
+            if name == "retrace_av" and bootstrap == "next_values":
+                bootstrap = BOOTSTRAP_FORMS[0]
+            check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=k), "triton")
+            assert seen and all(d == div for _t, d in seen), (shape, seen)
+        case = make_case(name, (6, 24), flags="both", seed=11)
+        case.args = (_padded(case.args[0], 2), *case.args[1:])
+        seen.clear()
+        check(case, "triton")
+        assert seen and all(d == 2 for _t, d in seen), seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_tm_lanes_tiles(name, monkeypatch, poisoned):
     """launch._TM_LANES: time-major rows along the lanes, time along the warps, K consecutive

@@ -220,6 +220,22 @@ def test_tm_lanes_tiles(counts, name):
     assert st["shfl"] <= 32, st
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av", "traces"])
+@pytest.mark.parametrize("form", ["default", "lanes"])
+def test_row_div(counts, name, form):
+    """Batch-major row strides that Triton does not specialise (rows of 24 steps; it knows
+    divisibility by 16 only): with the launcher's ``ROW_DIV = 8`` (launch._ROW_DIV,
+    scan.aligned) an [8, 32] tile makes 16-byte vector accesses, at most the scalar loads of
+    the flags and the shifted reads, and no shared memory (the installed Triton's default form
+    and Triton 3.6's lanes tiles); without it every access is scalar."""
+    if name == "traces" and form == "lanes":
+        pytest.skip("the forward kernel has no lanes tiles")
+    hinted = counts[f"{name}_{form}_row_div8"]
+    plain = counts[f"{name}_{form}_row_div1"]
+    assert plain["v4"] == 0 and hinted["v4"] >= 2, (hinted, plain)
+    assert hinted["ldg"] < plain["ldg"] and hinted["lds"] == 0, (hinted, plain)
+
+
 @pytest.mark.parametrize("name", ["gae_tm", "traces_tm"])
 def test_time_major_chunk_loop_is_pipelined(counts, name):
     """STAGES = 3 (launch._TM_STAGES) turns the time-major chunk loop's global loads into

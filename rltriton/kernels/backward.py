@@ -41,6 +41,7 @@ import triton
 import triton.language as tl
 
 from rltriton.kernels.scan import (
+    aligned,
     chunk_map,
     chunk_tile,
     clip_max,
@@ -101,8 +102,19 @@ def gae_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
+    ROW_DIV: tl.constexpr = 1,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
+    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    s_r_n = aligned(s_r_n, ROW_DIV)
+    s_v_n = aligned(s_v_n, ROW_DIV)
+    s_term_n = aligned(s_term_n, ROW_DIV)
+    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
+    s_nv_n = aligned(s_nv_n, ROW_DIV)
+    s_g_n = aligned(s_g_n, ROW_DIV)
+    s_l_n = aligned(s_l_n, ROW_DIV)
+    s_a_n = aligned(s_a_n, ROW_DIV)
+    s_o_n = aligned(s_o_n, ROW_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
@@ -240,6 +252,7 @@ def td_lambda_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     LAZY_CUT: tl.constexpr = False, TM_W: tl.constexpr = 0,
+    ROW_DIV: tl.constexpr = 1,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -253,6 +266,15 @@ def td_lambda_kernel(
     intermediate of the scan is added into some return. So when all it produced is finite
     it is the cut scan's result, and otherwise the program runs its segment again with the
     cut, from the same carry, writing over the first pass's returns."""
+    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    s_r_n = aligned(s_r_n, ROW_DIV)
+    s_v_n = aligned(s_v_n, ROW_DIV)
+    s_term_n = aligned(s_term_n, ROW_DIV)
+    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
+    s_nv_n = aligned(s_nv_n, ROW_DIV)
+    s_g_n = aligned(s_g_n, ROW_DIV)
+    s_l_n = aligned(s_l_n, ROW_DIV)
+    s_o_n = aligned(s_o_n, ROW_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP,
@@ -297,10 +319,22 @@ def vtrace_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
+    ROW_DIV: tl.constexpr = 1,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
+    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    s_r_n = aligned(s_r_n, ROW_DIV)
+    s_v_n = aligned(s_v_n, ROW_DIV)
+    s_term_n = aligned(s_term_n, ROW_DIV)
+    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
+    s_nv_n = aligned(s_nv_n, ROW_DIV)
+    s_g_n = aligned(s_g_n, ROW_DIV)
+    s_l_n = aligned(s_l_n, ROW_DIV)
+    s_lr_n = aligned(s_lr_n, ROW_DIV)
+    s_vs_n = aligned(s_vs_n, ROW_DIV)
+    s_pg_n = aligned(s_pg_n, ROW_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
@@ -456,6 +490,7 @@ def retrace_kernel(
     AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
     TM_W: tl.constexpr = 0,
+    ROW_DIV: tl.constexpr = 1,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -473,6 +508,21 @@ def retrace_kernel(
     nv_t the bootstrap, or 0). The lagged scan gives H_{t+1} beside H_t, so nothing is read
     at t + 1: the action form evaluates its expectation once per step instead of twice.
     """
+    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    s_r_n = aligned(s_r_n, ROW_DIV)
+    s_v_n = aligned(s_v_n, ROW_DIV)
+    s_term_n = aligned(s_term_n, ROW_DIV)
+    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
+    s_nv_n = aligned(s_nv_n, ROW_DIV)
+    s_g_n = aligned(s_g_n, ROW_DIV)
+    s_l_n = aligned(s_l_n, ROW_DIV)
+    s_q_n = aligned(s_q_n, ROW_DIV)
+    s_lr_n = aligned(s_lr_n, ROW_DIV)
+    s_av_n = aligned(s_av_n, ROW_DIV)
+    s_pi_n = aligned(s_pi_n, ROW_DIV)
+    s_act_n = aligned(s_act_n, ROW_DIV)
+    s_qt_n = aligned(s_qt_n, ROW_DIV)
+    s_a_n = aligned(s_a_n, ROW_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,

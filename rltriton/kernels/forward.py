@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from rltriton.kernels.scan import (
+    aligned,
     chunk_map,
     compose,
     load_coef,
@@ -44,10 +45,17 @@ def forward_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, TM_W: tl.constexpr = 0,
+    ROW_DIV: tl.constexpr = 1,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row). ``TM_W`` > 0: a
     time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
     feature, ``launch._TM_LANES``)."""
+    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    s_x_n = aligned(s_x_n, ROW_DIV)
+    s_d_n = aligned(s_d_n, ROW_DIV)
+    s_g_n = aligned(s_g_n, ROW_DIV)
+    s_l_n = aligned(s_l_n, ROW_DIV)
+    s_o_n = aligned(s_o_n, ROW_DIV)
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR,
                                                 SEG_FLIP=SEG_FLIP, TM_LANES=TM_W > 0)
     if ONE_CHUNK:  # static one-trip loop (see backward.py)

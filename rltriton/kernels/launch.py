@@ -581,6 +581,21 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     return Plan(_TM_LANES_ROWS, p2, warps, 1, p2, tm_lanes=True)
 
 
+# Batch-major row strides divisible by 2, 4 or 8 but not 16 (rows of 24 or 1000 steps) are
+# shown to Triton as such (_row_div, scan.aligned): Triton specialises an integer argument
+# divisible by 16 and no other, so such rows had scalar accesses only. H200, Triton 3.6
+# (benchmarks/ab.py, 2026-12-01-h200-s20-ab-stride-divs.txt), us, without -> with:
+#   32768 x 24   GAE 8.1 -> 4.7, TD(lambda) 7.8 -> 3.9, V-trace 9.6 -> 5.3, Retrace 12.6 -> 6.0
+#   1024 x 1000  TD(lambda) 10.4 -> 4.9, discounted returns 7.6 -> 4.5, traces 5.3 -> 3.9
+#   4096 x 24    TD(lambda) 2.4 -> 1.8, Retrace 3.8 -> 2.4
+# 8-step tiles gained nothing and GAE lost 0.1-0.2 us there (32768 x 8 2.7 -> 2.9), hence
+# _ROW_DIV_MIN_T. The same for the time strides of time-major rows (row counts such as 1000)
+# was mixed (2026-12-01-h200-s20-ab-tm-divs.txt: TD(lambda) 1000 x 512 25.5 -> 13.7 but GAE
+# 1000 x 128 4.6 -> 8.0, traces 504 x 2048 8.5 -> 11.6) and is not done.
+_ROW_DIV = True
+_ROW_DIV_MIN_T = 16
+
+
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
 # kernel fails to write shows up as NaN.
 empty_like = torch.empty_like
@@ -1348,8 +1363,33 @@ def _coop_fits(kernel, args: list, grid: tuple[int, int], kwargs: dict, device: 
     return fits
 
 
+@functools.lru_cache(maxsize=16)
+def _row_stride_slots(kernel) -> tuple[int, ...]:
+    """The positions of ``kernel``'s per-step row strides (``s_*_n`` with an ``s_*_t`` beside
+    it: the ones it passes through ``scan.aligned``, not the per-row last value's or initial
+    trace's) among its arguments."""
+    names = kernel.arg_names
+    return tuple(i for i, n in enumerate(names) if n.startswith("s_") and n.endswith("_n") and f"{n[:-2]}_t" in names)
+
+
+def _row_div(kernel, args: list, pl: Plan) -> dict:
+    """``ROW_DIV`` for a launch of ``kernel`` with ``args`` under ``pl``: the largest power of
+    two, 2, 4 or 8, that divides every per-step row stride (``_ROW_DIV``), which
+    ``scan.aligned`` shows to Triton; none where Triton's own specialisation (divisible by
+    16) says as much, where no power of two does, or for tiles of fewer than
+    ``_ROW_DIV_MIN_T`` steps."""
+    if not _ROW_DIV or pl.block_t < _ROW_DIV_MIN_T:
+        return {}
+    d = 16
+    for i in _row_stride_slots(kernel):
+        while d > 1 and args[i] % d:
+            d //= 2
+    return {"ROW_DIV": d} if 1 < d < 16 else {}
+
+
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
     """Issue the launches of :func:`launch_specs`; record a replayable one for :func:`record`."""
+    meta = {**meta, **_row_div(kernel, args, pl)}
     specs, scratch = launch_specs(kernel, lanes, T, pl, args, meta, dtype, device)
     if _recorder is not None:
         _recorder.append((specs, scratch) if scratch is not None else None)
