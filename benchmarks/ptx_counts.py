@@ -48,8 +48,8 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
     pointers, sizes and row strides; unit time strides, or with ``time_major`` unit row
     strides and 16-divisible time strides) and count instructions per thread. ``TIME_MAJOR``
     (the kernels' tiles for rows-contiguous storage) defaults to ``time_major``.
-    ``row_div16=False``: batch-major row strides that Triton cannot specialise (rows of 24
-    steps: the kernel's ``ROW_DIV`` is then all it knows)."""
+    ``row_div16=False``: a row length and batch-major row strides that Triton cannot
+    specialise (rows of 24 steps: the kernel's ``ROW_DIV`` is then all it knows)."""
     names = kernel.arg_names
     consts = {"TIME_MAJOR": time_major, **consts}
     for prm in kernel.params:  # constexprs with a default (STAGES, LAGGED) take it unless given
@@ -79,7 +79,7 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
             cf[(i,)] = 1
         else:
             sig[n] = "i32"
-            if n in ("R", "T", "SEG") or (n.startswith("s_") and n.endswith("_n") and row_div16):
+            if n in ("R", "SEG") or (row_div16 and (n == "T" or (n.startswith("s_") and n.endswith("_n")))):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(kernel, sig, cf, attrs), target=TARGET, options=dict(num_warps=warps))
     ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]

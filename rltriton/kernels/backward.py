@@ -105,7 +105,8 @@ def gae_kernel(
     ROW_DIV: tl.constexpr = 1,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
-    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    T = aligned(T, ROW_DIV)
     s_r_n = aligned(s_r_n, ROW_DIV)
     s_v_n = aligned(s_v_n, ROW_DIV)
     s_term_n = aligned(s_term_n, ROW_DIV)
@@ -266,7 +267,8 @@ def td_lambda_kernel(
     intermediate of the scan is added into some return. So when all it produced is finite
     it is the cut scan's result, and otherwise the program runs its segment again with the
     cut, from the same carry, writing over the first pass's returns."""
-    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    T = aligned(T, ROW_DIV)
     s_r_n = aligned(s_r_n, ROW_DIV)
     s_v_n = aligned(s_v_n, ROW_DIV)
     s_term_n = aligned(s_term_n, ROW_DIV)
@@ -324,7 +326,8 @@ def vtrace_kernel(
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload)."""
-    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    T = aligned(T, ROW_DIV)
     s_r_n = aligned(s_r_n, ROW_DIV)
     s_v_n = aligned(s_v_n, ROW_DIV)
     s_term_n = aligned(s_term_n, ROW_DIV)
@@ -508,7 +511,8 @@ def retrace_kernel(
     nv_t the bootstrap, or 0). The lagged scan gives H_{t+1} beside H_t, so nothing is read
     at t + 1: the action form evaluates its expectation once per step instead of twice.
     """
-    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    T = aligned(T, ROW_DIV)
     s_r_n = aligned(s_r_n, ROW_DIV)
     s_v_n = aligned(s_v_n, ROW_DIV)
     s_term_n = aligned(s_term_n, ROW_DIV)

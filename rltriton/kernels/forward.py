@@ -50,7 +50,8 @@ def forward_kernel(
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row). ``TM_W`` > 0: a
     time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
     feature, ``launch._TM_LANES``)."""
-    # the launcher's stride divisibility (launch._stride_divs), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    T = aligned(T, ROW_DIV)
     s_x_n = aligned(s_x_n, ROW_DIV)
     s_d_n = aligned(s_d_n, ROW_DIV)
     s_g_n = aligned(s_g_n, ROW_DIV)

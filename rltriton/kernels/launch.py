@@ -581,9 +581,11 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     return Plan(_TM_LANES_ROWS, p2, warps, 1, p2, tm_lanes=True)
 
 
-# Batch-major row strides divisible by 2, 4 or 8 but not 16 (rows of 24 or 1000 steps) are
-# shown to Triton as such (_row_div, scan.aligned): Triton specialises an integer argument
-# divisible by 16 and no other, so such rows had scalar accesses only. H200, Triton 3.6
+# Batch-major rows whose length and strides are divisible by 2, 4 or 8 but not 16 (rows of 24
+# or 1000 steps) are shown to Triton as such (_row_div, scan.aligned): Triton specialises an
+# integer argument divisible by 16 and no other, so such rows had scalar accesses only (a
+# vector needs its start aligned, through the row stride, and its mask, t < T, the same
+# across it, through T). H200, Triton 3.6
 # (benchmarks/ab.py, 2026-12-01-h200-s20-ab-stride-divs.txt), us, without -> with:
 #   32768 x 24   GAE 8.1 -> 4.7, TD(lambda) 7.8 -> 3.9, V-trace 9.6 -> 5.3, Retrace 12.6 -> 6.0
 #   1024 x 1000  TD(lambda) 10.4 -> 4.9, discounted returns 7.6 -> 4.5, traces 5.3 -> 3.9
@@ -1372,24 +1374,24 @@ def _row_stride_slots(kernel) -> tuple[int, ...]:
     return tuple(i for i, n in enumerate(names) if n.startswith("s_") and n.endswith("_n") and f"{n[:-2]}_t" in names)
 
 
-def _row_div(kernel, args: list, pl: Plan) -> dict:
-    """``ROW_DIV`` for a launch of ``kernel`` with ``args`` under ``pl``: the largest power of
-    two, 2, 4 or 8, that divides every per-step row stride (``_ROW_DIV``), which
-    ``scan.aligned`` shows to Triton; none where Triton's own specialisation (divisible by
-    16) says as much, where no power of two does, or for tiles of fewer than
-    ``_ROW_DIV_MIN_T`` steps."""
+def _row_div(kernel, args: list, T: int, pl: Plan) -> dict:
+    """``ROW_DIV`` for a launch of ``kernel`` with ``args`` over rows of ``T`` steps under
+    ``pl`` (``_ROW_DIV``): the largest power of two, 2, 4 or 8, that divides T and every
+    per-step row stride, which ``scan.aligned`` shows to Triton; none where Triton's own
+    specialisation (divisible by 16) says as much, where no power of two does, on time-major
+    storage (unit row strides), or for tiles of fewer than ``_ROW_DIV_MIN_T`` steps."""
     if not _ROW_DIV or pl.block_t < _ROW_DIV_MIN_T:
         return {}
     d = 16
-    for i in _row_stride_slots(kernel):
-        while d > 1 and args[i] % d:
+    for v in (T, *(args[i] for i in _row_stride_slots(kernel))):
+        while d > 1 and v % d:
             d //= 2
     return {"ROW_DIV": d} if 1 < d < 16 else {}
 
 
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
     """Issue the launches of :func:`launch_specs`; record a replayable one for :func:`record`."""
-    meta = {**meta, **_row_div(kernel, args, pl)}
+    meta = {**meta, **_row_div(kernel, args, T, pl)}
     specs, scratch = launch_specs(kernel, lanes, T, pl, args, meta, dtype, device)
     if _recorder is not None:
         _recorder.append((specs, scratch) if scratch is not None else None)
