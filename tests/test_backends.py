@@ -1056,10 +1056,11 @@ def _padded(x, pad: int):
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_row_div(name, monkeypatch, poisoned):
-    """launch._ROW_DIV: batch-major row strides divisible by 8, 4 or 2 but not 16 are shown to
-    the kernels (``ROW_DIV``, scan.aligned's ``(s // D) D``, which the interpreter computes
-    too, so a divisor that some stride lacks moves that tensor's rows and fails here): rows of
-    24 steps (stride 24: 8), 20 (4), 1000 (8; 4 rows), 18 (2), the bootstrap forms in turn,
+    """launch._ROW_DIV: batch-major rows whose length and strides are divisible by 8, 4 or 2
+    but not 16 are shown to the kernels (``ROW_DIV``, scan.aligned's ``(s // D) D`` on T and
+    the row strides, which the interpreter computes too, so a divisor that some stride lacks
+    moves that tensor's rows and fails here): rows of 24 steps (8), 20 (4), 1000 (8; 4 rows),
+    18 (2), the bootstrap forms in turn,
     truncations and terminations, against the float64 reference, NaN-poisoned outputs; then the
     rewards (the action values for Retrace's action form, the inputs for the forward scans) read
     from a buffer 2 elements wider (stride 26 beside 24: 2), which the others' strides alone do

@@ -223,11 +223,13 @@ def test_tm_lanes_tiles(counts, name):
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av", "traces"])
 @pytest.mark.parametrize("form", ["default", "lanes"])
 def test_row_div(counts, name, form):
-    """Batch-major row strides that Triton does not specialise (rows of 24 steps; it knows
-    divisibility by 16 only): with the launcher's ``ROW_DIV = 8`` (launch._ROW_DIV,
-    scan.aligned) an [8, 32] tile makes 16-byte vector accesses, at most the scalar loads of
-    the flags and the shifted reads, and no shared memory (the installed Triton's default form
-    and Triton 3.6's lanes tiles); without it every access is scalar."""
+    """A row length and batch-major row strides that Triton does not specialise (rows of 24
+    steps; it knows divisibility by 16 only): with the launcher's ``ROW_DIV = 8``
+    (launch._ROW_DIV, scan.aligned on T and the strides: a vector needs its start aligned and
+    its mask, t < T, the same across it) an [8, 32] tile makes 16-byte vector accesses, at
+    most the scalar loads of the flags and the shifted reads, and no shared memory (the
+    installed Triton's default form and Triton 3.6's lanes tiles); without it every access is
+    scalar."""
     if name == "traces" and form == "lanes":
         pytest.skip("the forward kernel has no lanes tiles")
     hinted = counts[f"{name}_{form}_row_div8"]

@@ -197,7 +197,9 @@ def aligned(s, D: tl.constexpr):
     of 24 or 1000 leaves every access of a batch-major tile scalar, and may give the tile a
     layout that the scans convert through shared memory (Triton 3.6, discounted returns
     [128, 8] as a group-form tile: 79 registers and 106 SASS instructions an element, with the
-    hint 32 and 33)."""
+    hint 32 and 33). ``tl.multiple_of`` on the argument itself changed nothing (a [32, 8]
+    time-order tile: 98 SASS instructions an element with it or without, 68 with this). The
+    launcher passes T through it too: a masked vector needs ``t < T`` alike across it."""
     if D > 1:
         return (s // D) * D
     else:
