@@ -1054,6 +1054,23 @@ def _padded(x, pad: int):
     return view
 
 
+def test_row_div_strides_checked():
+    """Every stride a kernel rewrites through scan.aligned (and T) is one that launch._row_div
+    checks for the divisor (``_row_stride_slots``): a rewritten stride the launcher did not
+    check would move rows wherever it lacks the divisor. Read from each kernel's source."""
+    import inspect
+    import re
+
+    from rltriton.kernels import backward, forward, launch
+
+    for kernel in (backward.gae_kernel, backward.td_lambda_kernel, backward.vtrace_kernel, backward.retrace_kernel,
+                   forward.forward_kernel):
+        src = inspect.getsource(kernel.fn)
+        rewritten = set(re.findall(r"^\s+(\w+) = aligned\(\1, ROW_DIV\)$", src, re.M))
+        checked = {kernel.arg_names[i] for i in launch._row_stride_slots(kernel)}
+        assert rewritten == checked | {"T"}, (kernel.fn.__name__, rewritten ^ (checked | {"T"}))
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_row_div(name, monkeypatch, poisoned):
     """launch._ROW_DIV: batch-major rows whose length and strides are divisible by 8, 4 or 2

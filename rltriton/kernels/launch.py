@@ -585,15 +585,16 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
 # or 1000 steps) are shown to Triton as such (_row_div, scan.aligned): Triton specialises an
 # integer argument divisible by 16 and no other, so such rows had scalar accesses only (a
 # vector needs its start aligned, through the row stride, and its mask, t < T, the same
-# across it, through T). H200, Triton 3.6
-# (benchmarks/ab.py, 2026-12-01-h200-s20-ab-stride-divs.txt), us, without -> with:
-#   32768 x 24   GAE 8.1 -> 4.7, TD(lambda) 7.8 -> 3.9, V-trace 9.6 -> 5.3, Retrace 12.6 -> 6.0
-#   1024 x 1000  TD(lambda) 10.4 -> 4.9, discounted returns 7.6 -> 4.5, traces 5.3 -> 3.9
-#   4096 x 24    TD(lambda) 2.4 -> 1.8, Retrace 3.8 -> 2.4
-# 8-step tiles gained nothing and GAE lost 0.1-0.2 us there (32768 x 8 2.7 -> 2.9), hence
-# _ROW_DIV_MIN_T. The same for the time strides of time-major rows (row counts such as 1000)
-# was mixed (2026-12-01-h200-s20-ab-tm-divs.txt: TD(lambda) 1000 x 512 25.5 -> 13.7 but GAE
-# 1000 x 128 4.6 -> 8.0, traces 504 x 2048 8.5 -> 11.6) and is not done.
+# across it, through T). H200, Triton 3.6 (benchmarks/ab.py,
+# 2026-12-01-h200-s20-ab-row-div-T.txt), us, without -> with:
+#   32768 x 24   GAE 7.9 -> 3.4, TD(lambda) 7.9 -> 3.4, V-trace 9.7 -> 4.5, Retrace 12.7 -> 5.3
+#   1024 x 1000  GAE 9.0 -> 4.3, TD(lambda) 10.4 -> 4.3, V-trace 11.8 -> 5.3, traces 5.4 -> 3.5
+#   4096 x 100   GAE 4.9 -> 2.9, V-trace 6.7 -> 3.3; 64 x 1000 Retrace 3.8 -> 2.0
+# On 8-step tiles the strides' divisor alone gained nothing and GAE lost 0.1-0.2 us (32768 x
+# 8 2.7 -> 2.9, 2026-12-01-h200-s20-ab-stride-divs.txt), hence _ROW_DIV_MIN_T; with T's too
+# they compile ~30% shorter (untimed). The same for the time strides of time-major rows (row
+# counts such as 1000) was mixed (2026-12-01-h200-s20-ab-tm-divs.txt: TD(lambda) 1000 x 512
+# 25.5 -> 13.7 but GAE 1000 x 128 4.6 -> 8.0, traces 504 x 2048 8.5 -> 11.6) and is not done.
 _ROW_DIV = True
 _ROW_DIV_MIN_T = 16
 
