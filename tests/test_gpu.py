@@ -238,9 +238,8 @@ def test_tm_lanes_tiles(shape, name, dtype, monkeypatch):
 def test_row_div(shape, name, dtype, monkeypatch):
     """launch._ROW_DIV at its defaults: batch-major rows of 24, 20, 1000, 18 and 9000 steps
     (their length and strides divisible by 8, 4, 8, 2 and 8, not 16) shown to the kernels,
-    whatever tiles the plans
-    give (short rows, one chunk, a split of long rows), the bootstrap forms in turn, float32
-    and bfloat16 inputs, repeated so that a replay runs too."""
+    whatever tiles the plans give (short rows, one chunk, a split of long rows), the bootstrap
+    forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs too."""
     k = [(32768, 24), (4096, 20), (1024, 1000), (777, 18), (40, 9000)].index(shape)
     used = _forced(monkeypatch, {}, name, shape, 14, "row div", lambda pl, kw: kw.get("ROW_DIV"), dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])

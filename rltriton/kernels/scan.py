@@ -192,7 +192,7 @@ def _neg_zero(x):
 @triton.jit
 def aligned(s, D: tl.constexpr):
     """The stride ``s``, which the launcher found to be a multiple of ``D`` (a power of two;
-    ``launch._stride_divs``), in a form Triton can see that in: ``(s // D) D``. Triton
+    ``launch._row_div``), in a form Triton can see that in: ``(s // D) D``. Triton
     specialises integer arguments divisible by 16, not by 4 or 8, so without it a row stride
     of 24 or 1000 leaves every access of a batch-major tile scalar, and may give the tile a
     layout that the scans convert through shared memory (Triton 3.6, discounted returns
