@@ -566,6 +566,31 @@ def test_one_chunk_rows(name, monkeypatch, poisoned):
         launch.clear_caches()
 
 
+def test_tiny_tile_plans():
+    """Batch-major tiles of at most launch._TINY_T steps (rows of 1-8 steps) hold
+    _TINY_WARP_ELEMS elements a warp (2 a thread; 1 for Retrace's action form,
+    _TINY_WARP_ELEMS_BY_FORM), whatever the rows (one warp for a tile of fewer), the forward
+    kernel's too; 16-step tiles keep
+    the short tiles' 4 a thread (or their own plans); time-major storage keeps its own tiles."""
+    from rltriton.kernels import launch
+
+    cpu = torch.device("cpu")
+    for form in (*launch._FORMS, "forward"):
+        per_thread = 1 if form == "retrace_actions" else 2
+        for R, T in ((32768, 8), (32768, 5), (32768, 4), (32768, 1), (7, 8), (3, 2), (100000, 3)):
+            pl = launch.plan_for(R, T, cpu, forward=form == "forward", form=form)
+            assert pl.block_t <= 8 and not pl.lanes, (form, R, T, pl)
+            elems = pl.block_n * pl.block_t
+            # (a tile of fewer elements, padded to a warp's rows, is one warp)
+            assert elems == 32 * pl.num_warps * per_thread or (elems < 32 * per_thread and pl.num_warps == 1), \
+                (form, R, T, pl)
+        pl = launch.plan_for(32768, 16, cpu, forward=form == "forward", form=form)
+        assert pl.block_n * pl.block_t >= 4 * 32 * pl.num_warps, (form, pl)
+        assert launch.plan_for(32768, 8, cpu, time_major=True, form=form) != launch.plan_for(32768, 8, cpu, form=form)
+    assert launch.plan(32768, 8) == (32, 8, 4, 1, 8) + launch.Plan(1, 1, 1, 1, 1)[5:]
+    assert launch.plan(32768, 8, tiny_warp_elems=128).num_warps == 2
+
+
 def test_forward_tiles_plan():
     """The forward kernel's batch-major plans (launch._FWD_TILES): short rows of 16 to 128
     steps in tiles of up to _FWD_SHORT_TILE elements, 8 a thread, halved while the call
@@ -579,7 +604,7 @@ def test_forward_tiles_plan():
         pl = launch.plan(*shape, 132, launch._LONG_ROWS_DEFAULT, True)
         return pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages
 
-    assert fwd(32768, 8) == (32, 8, 2, 1, 8, 1) == launch.plan(32768, 8)[:5] + (1,)
+    assert fwd(32768, 8) == (32, 8, 4, 1, 8, 1) == launch.plan(32768, 8)[:5] + (1,)  # (_TINY_WARP_ELEMS)
     assert fwd(32768, 16) == (64, 16, 4, 1, 16, 1)  # 128 rows would make 256 programs: halved
     assert fwd(32768, 64) == (32, 64, 8, 1, 64, 1)
     assert fwd(16384, 128) == (16, 128, 8, 1, 128, 1)
@@ -1081,15 +1106,16 @@ def test_row_div(name, monkeypatch, poisoned):
     truncations and terminations, against the float64 reference, NaN-poisoned outputs; then the
     rewards (the action values for Retrace's action form, the inputs for the forward scans) read
     from a buffer 2 elements wider (stride 26 beside 24: 2), which the others' strides alone do
-    not show; and 8-step tiles (below ``_ROW_DIV_MIN_T``) and 16- or 32-divisible strides
-    take none."""
+    not show. 8-step tiles take one too (rows of 8 steps: 8; of 6: 2); 4-step tiles (below
+    ``_ROW_DIV_MIN_T``), odd lengths and 16- or 32-divisible strides take none."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_t, kw.get("ROW_DIV")))
     poisoned.clear_caches()
     try:
-        for k, (shape, div) in enumerate((((9, 24), 8), ((5, 20), 4), ((4, 1000), 8), ((6, 18), 2), ((7, 8), None),
-                                          ((3, 32), None), ((3, 48), None))):
+        for k, (shape, div) in enumerate((((9, 24), 8), ((5, 20), 4), ((4, 1000), 8), ((6, 18), 2), ((7, 8), 8),
+                                          ((5, 6), 2), ((7, 4), None), ((4, 7), None), ((3, 32), None),
+                                          ((3, 48), None))):
             seen.clear()
             bootstrap = BOOTSTRAP_FORMS[k % len(BOOTSTRAP_FORMS)]
             if name == "retrace_av" and bootstrap == "next_values":

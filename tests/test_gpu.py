@@ -246,6 +246,24 @@ def test_row_div(shape, name, dtype, monkeypatch):
     assert used and set(used) == {(8, 4, 8, 2, 8)[k]}, used
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(32768, 8), (5001, 6), (20001, 4), (3000, 1), (777, 7)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tiny_tiles(shape, name, dtype, monkeypatch):
+    """launch._TINY_WARP_ELEMS at its defaults: batch-major rows of 1-8 steps on tiles of 2
+    elements a thread (1 for Retrace's action form), with T's and the strides' divisor on the
+    8-step tiles (8 for rows of 8 steps, 2 for 6, none for 7 and for the 4-step tiles below
+    ``_ROW_DIV_MIN_T``), row counts not a multiple of the tile, the bootstrap forms in turn,
+    float32 and bfloat16 inputs, repeated so that a replay runs too."""
+    k = [(32768, 8), (5001, 6), (20001, 4), (3000, 1), (777, 7)].index(shape)
+    used = _forced(monkeypatch, {}, name, shape, 15, "tiny tiles",
+                   lambda pl, kw: (pl.block_n * pl.block_t // (32 * pl.num_warps), kw.get("ROW_DIV")), dtype=dtype,
+                   bootstrap=BOOTSTRAP_FORMS[k % 4])
+    per_thread = 1 if name == "retrace_av" else 2
+    assert used and set(used) == {(per_thread, (8, 2, None, None, None)[k])}, used
+
+
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
 @pytest.mark.parametrize("shape", [(512, 4096), (37, 3000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_loop_registers(shape, name, monkeypatch):

@@ -44,6 +44,23 @@ _SHORT_TILE = 256  # elements of a short-row tile
 # 3.3 -> 2.9 -> 3.3, 32768 x 8 2.7 -> 2.9 -> 3.5), slower for the rest (V-trace 32768 x 64
 # 11.1 -> 14.9 -> 20.6, the action form 32768 x 32 18.4 -> 27.6 -> 28.8): kept at 4 a thread.
 _SHORT_WARP_ELEMS = 128
+# Tiles of at most _TINY_T steps (rows of 1-8 steps) take _TINY_WARP_ELEMS elements a warp (2 a
+# thread; the action form of Retrace _TINY_WARP_ELEMS_BY_FORM's 1): such a call runs in one
+# wave, each SM holding a few programs, and Triton 3.6 lowers their reverse scan with a flip
+# of the whole warp's lanes (5 butterfly shuffles per value and direction: 84 of the 272 SASS
+# instructions a thread of discounted returns' [32, 8] tile on 2 warps, against 46 of 200 on
+# 4), so more threads with fewer elements finish sooner. H200, Triton 3.6 (benchmarks/ab.py,
+# 2026-12-01-h200-s21-ab-tiny.txt), us, 4 a thread -> 2 a thread (with the 8-step tiles'
+# ROW_DIV, _ROW_DIV_MIN_T): GAE 16384 x 8 2.3 -> 2.1, 4096 x 8 1.9 -> 1.7; TD(lambda) 4096 x 8
+# 1.9 -> 1.6; V-trace 16384 x 8 2.7 -> 2.4; Retrace 16384 x 8 2.7 -> 2.3, 32768 x 4 2.6 ->
+# 2.3; traces 4096 x 8 1.8 -> 1.5; 32768 x 8 within 0.1 except Retrace 3.4 -> 3.1 and the
+# action form 4.6 -> 4.3; the action form at 1 a thread 4096 x 8 3.2 -> 1.9, 16384 x 8 3.7 ->
+# 2.8 (2.4 and 3.1 at 2 a thread). One element a thread lost elsewhere (V-trace 32768 x 8 3.4
+# -> 3.5, traces 2.0 -> 2.3), as did 16-row tiles ([16, 8] on 2 or 4 warps), 64-row ones on 8
+# warps (equal), and a row a thread ([32, 8] on one warp, the group scan: 1.2-2.6x slower).
+_TINY_T = 8
+_TINY_WARP_ELEMS = 64
+_TINY_WARP_ELEMS_BY_FORM = {"retrace_actions": 32}
 _SEG_STEPS = 2048  # steps of a time segment when rows are split: one chunk
 # Rows too few to fill the GPU are split in time from _SPLIT_MIN_CHUNKS chunks, or from
 # _SPLIT_FEW_CHUNKS with fewer row programs than SMs. Until session 14 calls under
@@ -591,12 +608,15 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
 #   1024 x 1000  GAE 9.0 -> 4.3, TD(lambda) 10.4 -> 4.3, V-trace 11.8 -> 5.3, traces 5.4 -> 3.5
 #   4096 x 100   GAE 4.9 -> 2.9, V-trace 6.7 -> 3.3; 64 x 1000 Retrace 3.8 -> 2.0
 # On 8-step tiles the strides' divisor alone gained nothing and GAE lost 0.1-0.2 us (32768 x
-# 8 2.7 -> 2.9, 2026-12-01-h200-s20-ab-stride-divs.txt), hence _ROW_DIV_MIN_T; with T's too
-# they compile ~30% shorter (untimed). The same for the time strides of time-major rows (row
-# counts such as 1000) was mixed (2026-12-01-h200-s20-ab-tm-divs.txt: TD(lambda) 1000 x 512
-# 25.5 -> 13.7 but GAE 1000 x 128 4.6 -> 8.0, traces 504 x 2048 8.5 -> 11.6) and is not done.
+# 8 2.7 -> 2.9, 2026-12-01-h200-s20-ab-stride-divs.txt); with T's too they compile ~30%
+# shorter and gained up to 0.2 us (Retrace 4096 x 8 2.2 -> 2.0, discounted returns 1.9 ->
+# 1.7; 2026-12-01-h200-s21-ab-tiny.txt), timed with _TINY_WARP_ELEMS as adopted with it; tiles
+# of fewer steps than _ROW_DIV_MIN_T (rows of 1-4 steps) are untimed with a divisor. The same
+# for the time strides of time-major rows (row counts such as 1000) was mixed
+# (2026-12-01-h200-s20-ab-tm-divs.txt: TD(lambda) 1000 x 512 25.5 -> 13.7 but GAE 1000 x 128
+# 4.6 -> 8.0, traces 504 x 2048 8.5 -> 11.6) and is not done.
 _ROW_DIV = True
-_ROW_DIV_MIN_T = 16
+_ROW_DIV_MIN_T = 8
 
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
@@ -662,7 +682,8 @@ def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
 
 @functools.lru_cache(maxsize=4096)
 def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT,
-         forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None) -> Plan:
+         forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None,
+         tiny_warp_elems: int = _TINY_WARP_ELEMS) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -684,7 +705,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     (the form's entry of ``_ONE_CHUNK_ROWS``; None: never): rows of 2049 to
     ``_ONE_CHUNK_MAX_T`` steps on that many programs an SM (and of T a multiple of 16, or
     not, as it says) are one chunk of ``next_pow2(T)`` steps instead of a split or a chunk
-    loop.
+    loop. ``tiny_warp_elems``: the elements a warp of a tile of at most ``_TINY_T`` steps
+    (the form's entry of ``_TINY_WARP_ELEMS_BY_FORM``).
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -743,6 +765,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         cap = min(cap, _FWD_ONE_CHUNK_WARPS)
         loop_warps = min(loop_warps, _FWD_WALK_WARPS if walk else _FWD_LOOP_WARPS)
     per_warp = _FWD_WARP_ELEMS if fwd_short else (_SHORT_WARP_ELEMS if p2 <= _SHORT_T else 128)
+    if block_t <= _TINY_T:
+        per_warp = tiny_warp_elems
     num_warps = max(1, min(cap, elems // per_warp))
     stages = 1
     if segments == 1 and seg_len > block_t:
@@ -867,7 +891,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
         if pl is not None:
             return pl
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
-    return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk)
+    return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
+                _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS))
 
 
 # --- replay of repeated calls ------------------------------------------------------------
