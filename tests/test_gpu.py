@@ -185,9 +185,11 @@ def test_group_scan_flat(shape, name, monkeypatch):
     inside it, a last tile of fewer rows, repeated so that a replay runs too."""
     from rltriton.kernels import launch
 
+    # (8-step tiles at 4 elements a thread, not _TINY_WARP_ELEMS' 2: a flat tile needs a group
+    # of 4 steps for every thread)
     settings = {"_GROUP_SCAN_FLAT": True, "_GROUP_SCAN_FLAT_MIN_T": 4,
                 "_GROUP_SCAN_FLAT_MAX_T": dict.fromkeys(launch._FORMS, 1 << 20), "_GROUP_TILES": False,
-                "_ROW_LANES": False}
+                "_ROW_LANES": False, "_TINY_WARP_ELEMS": 128, "_TINY_WARP_ELEMS_BY_FORM": {}}
     used = _forced(monkeypatch, settings, name, shape, 11, "flat group scan", lambda pl, kw: kw["GROUP_TILES"])
     assert used == [3], used
 
@@ -247,16 +249,17 @@ def test_row_div(shape, name, dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize("shape", [(32768, 8), (5001, 6), (20001, 4), (3000, 1), (777, 7)],
+@pytest.mark.parametrize("shape", [(32768, 8), (5001, 6), (20001, 4), (3000, 2), (777, 7)],
                          ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_tiny_tiles(shape, name, dtype, monkeypatch):
-    """launch._TINY_WARP_ELEMS at its defaults: batch-major rows of 1-8 steps on tiles of 2
+    """launch._TINY_WARP_ELEMS at its defaults: batch-major rows of 2-8 steps on tiles of 2
     elements a thread (1 for Retrace's action form), with T's and the strides' divisor on the
-    8-step tiles (8 for rows of 8 steps, 2 for 6, none for 7 and for the 4-step tiles below
-    ``_ROW_DIV_MIN_T``), row counts not a multiple of the tile, the bootstrap forms in turn,
+    8-step tiles (8 for rows of 8 steps, 2 for 6, none for 7 and for the 2- and 4-step tiles
+    below ``_ROW_DIV_MIN_T``), row counts not a multiple of the tile (rows of one step have a
+    unit row stride, so they take the time-major tiles), the bootstrap forms in turn,
     float32 and bfloat16 inputs, repeated so that a replay runs too."""
-    k = [(32768, 8), (5001, 6), (20001, 4), (3000, 1), (777, 7)].index(shape)
+    k = [(32768, 8), (5001, 6), (20001, 4), (3000, 2), (777, 7)].index(shape)
     used = _forced(monkeypatch, {}, name, shape, 15, "tiny tiles",
                    lambda pl, kw: (pl.block_n * pl.block_t // (32 * pl.num_warps), kw.get("ROW_DIV")), dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])
