@@ -47,17 +47,17 @@ _SHORT_WARP_ELEMS = 128
 # Tiles of at most _TINY_T steps (rows of 1-8 steps) take _TINY_WARP_ELEMS elements a warp (2 a
 # thread; the action form of Retrace _TINY_WARP_ELEMS_BY_FORM's 1): such a call runs in one
 # wave, each SM holding a few programs, and Triton 3.6 lowers their reverse scan with a flip
-# of the whole warp's lanes (5 butterfly shuffles per value and direction: 84 of the 272 SASS
-# instructions a thread of discounted returns' [32, 8] tile on 2 warps, against 46 of 200 on
-# 4), so more threads with fewer elements finish sooner. H200, Triton 3.6 (benchmarks/ab.py,
+# of the whole warp's lanes (5 butterfly shuffles per value each way; with the scan's own
+# shuffles, 84 of the 272 SASS instructions a thread of discounted returns' [32, 8] tile on 2
+# warps, against 46 of 200 on 4), so more threads with fewer elements finish sooner. H200, Triton 3.6 (benchmarks/ab.py,
 # 2026-12-01-h200-s21-ab-tiny.txt), us, 4 a thread -> 2 a thread (with the 8-step tiles'
 # ROW_DIV, _ROW_DIV_MIN_T): GAE 16384 x 8 2.3 -> 2.1, 4096 x 8 1.9 -> 1.7; TD(lambda) 4096 x 8
 # 1.9 -> 1.6; V-trace 16384 x 8 2.7 -> 2.4; Retrace 16384 x 8 2.7 -> 2.3, 32768 x 4 2.6 ->
-# 2.3; traces 4096 x 8 1.8 -> 1.5; 32768 x 8 within 0.1 except Retrace 3.4 -> 3.1 and the
-# action form 4.6 -> 4.3; the action form at 1 a thread 4096 x 8 3.2 -> 1.9, 16384 x 8 3.7 ->
-# 2.8 (2.4 and 3.1 at 2 a thread). One element a thread lost elsewhere (V-trace 32768 x 8 3.4
-# -> 3.5, traces 2.0 -> 2.3), as did 16-row tiles ([16, 8] on 2 or 4 warps), 64-row ones on 8
-# warps (equal), and a row a thread ([32, 8] on one warp, the group scan: 1.2-2.6x slower).
+# 2.3; traces 4096 x 8 1.8 -> 1.5; 32768 x 8 by 0.1-0.3 (Retrace 3.4 -> 3.1); the action
+# form at 1 a thread 4096 x 8 3.2 -> 1.9, 16384 x 8 3.7 -> 2.8 (2.4 and 3.1 at 2 a thread).
+# One element a thread lost elsewhere (V-trace 32768 x 8 3.4 -> 3.5, traces 2.0 -> 2.3), as
+# did 16-row tiles ([16, 8] on 2 or 4 warps), 64-row ones on 8 warps (equal), and a row a
+# thread ([32, 8] on one warp, the group scan: 1.2-1.9x slower; docs/performance.md).
 _TINY_T = 8
 _TINY_WARP_ELEMS = 64
 _TINY_WARP_ELEMS_BY_FORM = {"retrace_actions": 32}
