@@ -43,13 +43,15 @@ def registers(ptx: str) -> int:
     return int(re.search(r"Used (\d+) registers", res.stderr + res.stdout).group(1))
 
 
-def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=True):
+def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=True, rows_div16=True):
     """Compile ``kernel`` for sm_90 with Triton's usual specialisations (16-divisible
     pointers, sizes and row strides; unit time strides, or with ``time_major`` unit row
     strides and 16-divisible time strides) and count instructions per thread. ``TIME_MAJOR``
     (the kernels' tiles for rows-contiguous storage) defaults to ``time_major``.
     ``row_div16=False``: a row length and batch-major row strides that Triton cannot
-    specialise (rows of 24 steps: the kernel's ``ROW_DIV`` is then all it knows)."""
+    specialise (rows of 24 steps: the kernel's ``ROW_DIV`` is then all it knows).
+    ``rows_div16=False`` (with ``time_major``): likewise the row count and the time strides
+    (1000 rows: ``TM_DIV``)."""
     names = kernel.arg_names
     consts = {"TIME_MAJOR": time_major, **consts}
     for prm in kernel.params:  # constexprs with a default (STAGES, LAGGED) take it unless given
@@ -62,7 +64,8 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
             cf[(i,)] = consts[n]
         elif time_major and n.startswith("s_") and n.endswith("_t"):
             sig[n] = "i32"
-            attrs[(i,)] = [["tt.divisibility", 16]]
+            if rows_div16:
+                attrs[(i,)] = [["tt.divisibility", 16]]
         elif time_major and n.startswith("s_") and n.endswith("_n") and n != "s_lv_n":
             sig[n] = "constexpr"
             cf[(i,)] = 1
@@ -79,7 +82,8 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
             cf[(i,)] = 1
         else:
             sig[n] = "i32"
-            if n in ("R", "SEG") or (row_div16 and (n == "T" or (n.startswith("s_") and n.endswith("_n")))):
+            if n == "SEG" or (n == "R" and (rows_div16 or not time_major)) \
+                    or (row_div16 and (n == "T" or (n.startswith("s_") and n.endswith("_n")))):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(kernel, sig, cf, attrs), target=TARGET, options=dict(num_warps=warps))
     ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
@@ -178,6 +182,23 @@ def static_checks() -> dict[str, dict]:
     for div in (1, 8):
         consts = dict(TRACES, BLOCK_N=8, BLOCK_T=32, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, ROW_DIV=div)
         out[f"traces_default_row_div{div}"] = build(F.forward_kernel, consts, 2, row_div16=False)
+    # time-major storage with a row count and time strides Triton does not specialise (1000
+    # rows), with and without the launcher's TM_DIV: the time-major tiles (32 rows by 16 steps
+    # on one warp, launch.plan_time_major's) and the time-major lanes tiles (64 rows by 32
+    # steps on 8 warps)
+    for name, (kern, extra) in {**KERNELS, "traces": (F.forward_kernel, None)}.items():
+        for form in ("tm", "tm_lanes"):
+            for div in (1, 8):
+                tile = dict(BLOCK_N=32, BLOCK_T=16) if form == "tm" else dict(BLOCK_N=64, BLOCK_T=32, TM_W=8,
+                                                                             TIME_MAJOR=False)
+                if extra is None:
+                    consts = dict(TRACES, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, TM_DIV=div, **tile)
+                else:
+                    consts = {**BASE, **extra, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True, "TM_DIV": div,
+                              "GROUP_TILES": 5 if form == "tm_lanes" else False, "LAGGED": name == "retrace_av",
+                              **tile}
+                out[f"{name}_{form}_tm_div{div}"] = build(kern, consts, 1 if form == "tm" else 8, time_major=True,
+                                                          rows_div16=False)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)

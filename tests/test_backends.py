@@ -935,7 +935,10 @@ def test_group_scan_flat_reach(monkeypatch):
         assert {f for f in launch._FORMS if _flat_rows(pl, f)} == forms, (shape, pl)
     monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT_MIN_T", 4)
     monkeypatch.setattr(launch, "_GROUP_SCAN_FLAT_MAX_T", dict.fromkeys(launch._FORMS, 1 << 20))
-    assert _flat_rows(plan(32768, 8), "vtrace") and _flat_rows(plan(4096, 128), "retrace")
+    # (an 8-step tile at 4 elements a thread, not launch._TINY_WARP_ELEMS' 2: a flat tile needs a
+    # group of 4 steps for every thread)
+    assert _flat_rows(plan(32768, 8, tiny_warp_elems=128), "vtrace") and _flat_rows(plan(4096, 128), "retrace")
+    assert not _flat_rows(plan(32768, 8), "vtrace")  # (its 2 elements a thread)
     assert not _flat_rows(plan(16384, 512), "gae") and not _flat_rows(plan(16, 262144), "gae")  # a row a program
     assert not _flat_rows(Plan(32, 16, 1, 1, 16, time_major=True), "gae")
     assert not _flat_rows(Plan(8, 2, 1, 1, 2), "gae")  # fewer steps than a group
@@ -1080,9 +1083,10 @@ def _padded(x, pad: int):
 
 
 def test_row_div_strides_checked():
-    """Every stride a kernel rewrites through scan.aligned (and T) is one that launch._row_div
-    checks for the divisor (``_row_stride_slots``): a rewritten stride the launcher did not
-    check would move rows wherever it lacks the divisor. Read from each kernel's source."""
+    """Every stride a kernel rewrites through scan.aligned (and T, or R) is one that
+    launch._row_div checks for the divisor (``_row_stride_slots`` for ``ROW_DIV``,
+    ``_time_stride_slots`` for ``TM_DIV``): a rewritten stride the launcher did not check
+    would move rows (or steps) wherever it lacks the divisor. Read from each kernel's source."""
     import inspect
     import re
 
@@ -1094,6 +1098,9 @@ def test_row_div_strides_checked():
         rewritten = set(re.findall(r"^\s+(\w+) = aligned\(\1, ROW_DIV\)$", src, re.M))
         checked = {kernel.arg_names[i] for i in launch._row_stride_slots(kernel)}
         assert rewritten == checked | {"T"}, (kernel.fn.__name__, rewritten ^ (checked | {"T"}))
+        rewritten = set(re.findall(r"^\s+(\w+) = aligned\(\1, TM_DIV\)$", src, re.M))
+        checked = {kernel.arg_names[i] for i in launch._time_stride_slots(kernel)}
+        assert rewritten == checked | {"R"}, (kernel.fn.__name__, rewritten ^ (checked | {"R"}))
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -1127,6 +1134,45 @@ def test_row_div(name, monkeypatch, poisoned):
         seen.clear()
         check(case, "triton")
         assert seen and all(d == 2 for _t, d in seen), seen
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_tm_div(name, monkeypatch, poisoned):
+    """launch._TM_DIV: time-major storage ([T, N]) whose row count and time strides are
+    divisible by 8, 4 or 2 but not 16 shows them to the kernels (``TM_DIV``, scan.aligned's
+    ``(s // D) D`` on R and every per-step time stride, which the interpreter computes too, so
+    a divisor that some stride lacks moves that tensor's steps and fails here): 40 rows (8) on
+    the time-major lanes tiles and, at 37 steps, on the time-major tiles (Retrace's action
+    form and V-trace past 32 steps take those throughout), 36 (4), 18 (2), the bootstrap forms
+    in turn, truncations and terminations, against the float64 reference, NaN-poisoned
+    outputs; then the rewards (the action values for the action form, the inputs for the
+    forward scans) read from a buffer 2 rows wider (time stride 42 beside 40: 2); and 48 and
+    13 rows take none."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_TM_LANES_MIN_PROGRAMS", 0)
+    monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
+    monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)
+    monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)  # one pass for these few row programs
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major or pl.tm_lanes, kw.get("TM_DIV")))
+    poisoned.clear_caches()
+    try:
+        for k, (shape, div) in enumerate((((40, 7), 8), ((40, 37), 8), ((36, 20), 4), ((18, 9), 2), ((48, 9), None),
+                                          ((13, 8), None))):
+            seen.clear()
+            bootstrap = BOOTSTRAP_FORMS[k % len(BOOTSTRAP_FORMS)]
+            if name == "retrace_av" and bootstrap == "next_values":
+                bootstrap = BOOTSTRAP_FORMS[0]
+            check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=k, time_major=True), "triton")
+            assert seen and all(tm and d == div for tm, d in seen), (shape, seen)
+        case = make_case(name, (40, 9), flags="both", seed=11, time_major=True)
+        case.args = (_padded(case.args[0], 2), *case.args[1:])
+        assert case.args[0].stride()[0] == 42 * (case.args[0].dim() == 3 and case.args[0].shape[2] or 1)
+        seen.clear()
+        check(case, "triton")
+        assert seen and all(tm and d == 2 for tm, d in seen), seen
     finally:
         poisoned.clear_caches()
 

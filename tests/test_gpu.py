@@ -267,6 +267,25 @@ def test_tiny_tiles(shape, name, dtype, monkeypatch):
     assert used and set(used) == {(per_thread, (8, 2, None, None, None)[k])}, used
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(1000, 512), (504, 2048), (4008, 64), (4008, 20), (1000, 1000)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tm_div(shape, name, dtype, monkeypatch):
+    """launch._TM_DIV at its defaults: time-major storage of 1000, 504 and 4008 rows
+    (their count and time strides divisible by 8, not 16) shown to the kernels on the
+    time-major tiles the plans give (split in time at 512-2048 steps, the lanes tiles at 20
+    and 64), the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a
+    replay runs too; the calls the plans give other tiles (V-trace and Retrace at 64 steps,
+    the action form at both) take none."""
+    k = [(1000, 512), (504, 2048), (4008, 64), (4008, 20), (1000, 1000)].index(shape)
+    used = _forced(monkeypatch, {}, name, shape, 16, "tm div",
+                   lambda pl, kw: (pl.time_major or pl.tm_lanes, kw.get("TM_DIV")), time_major=True, dtype=dtype,
+                   bootstrap=BOOTSTRAP_FORMS[k % 4])
+    other = {(4008, 64): ("vtrace", "retrace", "retrace_av"), (4008, 20): ("retrace_av",)}.get(shape, ())
+    assert used and all(tm == (name not in other) and d == (8 if tm else None) for tm, d in used), used
+
+
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace", "retrace_av"])
 @pytest.mark.parametrize("shape", [(512, 4096), (37, 3000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_loop_registers(shape, name, monkeypatch):

@@ -237,6 +237,21 @@ def test_row_div(counts, name, form):
     assert hinted["ldg"] < plain["ldg"] and hinted["lds"] == 0, (hinted, plain)
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av", "traces"])
+@pytest.mark.parametrize("form", ["tm", "tm_lanes"])
+def test_tm_div(counts, name, form):
+    """A row count and time strides that Triton does not specialise (1000 rows of time-major
+    storage): with the launcher's ``TM_DIV = 8`` (launch._TM_DIV, scan.aligned on R and the
+    time strides: the time-major tiles' vectors run along rows, masked by row < R) the
+    time-major tiles make 16-byte accesses and the time-major lanes tiles 8-byte ones (two rows
+    a thread), with fewer global loads; without it every access is scalar."""
+    hinted = counts[f"{name}_{form}_tm_div8"]
+    plain = counts[f"{name}_{form}_tm_div1"]
+    wide = "v4" if form == "tm" else "v2_loads"
+    assert plain["v4"] == 0 and plain["v2_loads"] == 0 and hinted[wide] >= 8, (hinted, plain)
+    assert hinted["ldg"] < plain["ldg"], (hinted, plain)
+
+
 @pytest.mark.parametrize("name", ["gae_tm", "traces_tm"])
 def test_time_major_chunk_loop_is_pipelined(counts, name):
     """STAGES = 3 (launch._TM_STAGES) turns the time-major chunk loop's global loads into

@@ -102,7 +102,7 @@ def gae_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
@@ -116,6 +116,17 @@ def gae_kernel(
     s_l_n = aligned(s_l_n, ROW_DIV)
     s_a_n = aligned(s_a_n, ROW_DIV)
     s_o_n = aligned(s_o_n, ROW_DIV)
+    # time-major storage: the divisibility of R and the time strides (launch._row_div)
+    R = aligned(R, TM_DIV)
+    s_r_t = aligned(s_r_t, TM_DIV)
+    s_v_t = aligned(s_v_t, TM_DIV)
+    s_term_t = aligned(s_term_t, TM_DIV)
+    s_trunc_t = aligned(s_trunc_t, TM_DIV)
+    s_nv_t = aligned(s_nv_t, TM_DIV)
+    s_g_t = aligned(s_g_t, TM_DIV)
+    s_l_t = aligned(s_l_t, TM_DIV)
+    s_a_t = aligned(s_a_t, TM_DIV)
+    s_o_t = aligned(s_o_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
@@ -253,7 +264,7 @@ def td_lambda_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     LAZY_CUT: tl.constexpr = False, TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -277,6 +288,16 @@ def td_lambda_kernel(
     s_g_n = aligned(s_g_n, ROW_DIV)
     s_l_n = aligned(s_l_n, ROW_DIV)
     s_o_n = aligned(s_o_n, ROW_DIV)
+    # time-major storage: the divisibility of R and the time strides (launch._row_div)
+    R = aligned(R, TM_DIV)
+    s_r_t = aligned(s_r_t, TM_DIV)
+    s_v_t = aligned(s_v_t, TM_DIV)
+    s_term_t = aligned(s_term_t, TM_DIV)
+    s_trunc_t = aligned(s_trunc_t, TM_DIV)
+    s_nv_t = aligned(s_nv_t, TM_DIV)
+    s_g_t = aligned(s_g_t, TM_DIV)
+    s_l_t = aligned(s_l_t, TM_DIV)
+    s_o_t = aligned(s_o_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP,
@@ -321,7 +342,7 @@ def vtrace_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
@@ -338,6 +359,18 @@ def vtrace_kernel(
     s_lr_n = aligned(s_lr_n, ROW_DIV)
     s_vs_n = aligned(s_vs_n, ROW_DIV)
     s_pg_n = aligned(s_pg_n, ROW_DIV)
+    # time-major storage: the divisibility of R and the time strides (launch._row_div)
+    R = aligned(R, TM_DIV)
+    s_r_t = aligned(s_r_t, TM_DIV)
+    s_v_t = aligned(s_v_t, TM_DIV)
+    s_term_t = aligned(s_term_t, TM_DIV)
+    s_trunc_t = aligned(s_trunc_t, TM_DIV)
+    s_nv_t = aligned(s_nv_t, TM_DIV)
+    s_g_t = aligned(s_g_t, TM_DIV)
+    s_l_t = aligned(s_l_t, TM_DIV)
+    s_lr_t = aligned(s_lr_t, TM_DIV)
+    s_vs_t = aligned(s_vs_t, TM_DIV)
+    s_pg_t = aligned(s_pg_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
@@ -493,7 +526,7 @@ def retrace_kernel(
     AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
     TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -527,6 +560,22 @@ def retrace_kernel(
     s_act_n = aligned(s_act_n, ROW_DIV)
     s_qt_n = aligned(s_qt_n, ROW_DIV)
     s_a_n = aligned(s_a_n, ROW_DIV)
+    # time-major storage: the divisibility of R and the time strides (launch._row_div)
+    R = aligned(R, TM_DIV)
+    s_r_t = aligned(s_r_t, TM_DIV)
+    s_v_t = aligned(s_v_t, TM_DIV)
+    s_term_t = aligned(s_term_t, TM_DIV)
+    s_trunc_t = aligned(s_trunc_t, TM_DIV)
+    s_nv_t = aligned(s_nv_t, TM_DIV)
+    s_g_t = aligned(s_g_t, TM_DIV)
+    s_l_t = aligned(s_l_t, TM_DIV)
+    s_q_t = aligned(s_q_t, TM_DIV)
+    s_lr_t = aligned(s_lr_t, TM_DIV)
+    s_av_t = aligned(s_av_t, TM_DIV)
+    s_pi_t = aligned(s_pi_t, TM_DIV)
+    s_act_t = aligned(s_act_t, TM_DIV)
+    s_qt_t = aligned(s_qt_t, TM_DIV)
+    s_a_t = aligned(s_a_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,

@@ -45,7 +45,7 @@ def forward_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row). ``TM_W`` > 0: a
     time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
@@ -57,6 +57,13 @@ def forward_kernel(
     s_g_n = aligned(s_g_n, ROW_DIV)
     s_l_n = aligned(s_l_n, ROW_DIV)
     s_o_n = aligned(s_o_n, ROW_DIV)
+    # time-major storage: the divisibility of R and the time strides (launch._row_div)
+    R = aligned(R, TM_DIV)
+    s_x_t = aligned(s_x_t, TM_DIV)
+    s_d_t = aligned(s_d_t, TM_DIV)
+    s_g_t = aligned(s_g_t, TM_DIV)
+    s_l_t = aligned(s_l_t, TM_DIV)
+    s_o_t = aligned(s_o_t, TM_DIV)
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR,
                                                 SEG_FLIP=SEG_FLIP, TM_LANES=TM_W > 0)
     if ONE_CHUNK:  # static one-trip loop (see backward.py)

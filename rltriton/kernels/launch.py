@@ -611,12 +611,25 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
 # 8 2.7 -> 2.9, 2026-12-01-h200-s20-ab-stride-divs.txt); with T's too they compile ~30%
 # shorter and gained up to 0.2 us (Retrace 4096 x 8 2.2 -> 2.0, discounted returns 1.9 ->
 # 1.7; 2026-12-01-h200-s21-ab-tiny.txt), timed with _TINY_WARP_ELEMS as adopted with it; tiles
-# of fewer steps than _ROW_DIV_MIN_T (rows of 1-4 steps) are untimed with a divisor. The same
-# for the time strides of time-major rows (row counts such as 1000) was mixed
-# (2026-12-01-h200-s20-ab-tm-divs.txt: TD(lambda) 1000 x 512 25.5 -> 13.7 but GAE 1000 x 128
-# 4.6 -> 8.0, traces 504 x 2048 8.5 -> 11.6) and is not done.
+# of fewer steps than _ROW_DIV_MIN_T (rows of 1-4 steps) are untimed with a divisor.
+# Time-major storage turns it around (_TM_DIV, the kernels' TM_DIV): the time-major tiles'
+# vectors run along rows, so they need the row count R (their mask is row < R) and the time
+# strides (R for a contiguous [T, N]) divisible, and Triton sees 1000 rows as neither. Shown
+# on the time-major tiles (Plan.time_major, Plan.tm_lanes), the code is that of 1024 rows.
+# Session 20 showed the time strides alone, on every call of time-major storage: mixed
+# (2026-12-01-h200-s20-ab-tm-divs.txt; GAE 1000 x 128, on the batch-major tiles, 4.6 -> 8.0).
+# H200, Triton 3.6 (benchmarks/ab.py, 2026-12-01-h200-s21-ab-tm-div.txt), time-major, us,
+# without -> with R and the strides:
+#   1000 x 512   GAE 9.8 -> 7.2, TD(lambda) 25.2 -> 7.2, V-trace 14.6 -> 9.3, action form 20.2 -> 16.4
+#   504 x 2048   GAE 26.5 -> 13.6, V-trace 32.4 -> 17.0, Retrace 31.5 -> 18.4, action form 84.8 -> 52.0
+#   1000 x 1000  GAE 23.1 -> 12.7, TD(lambda) 22.2 -> 10.9, action form 94.2 -> 49.2
+#   4008 x 64    GAE 3.5 -> 3.1, TD(lambda) 3.7 -> 3.0, traces 2.8 -> 2.5
+#   24 x 4096    within 0.4 (the few-rows tiles), but the action form 16.1 -> 16.9
+# The forward kernel is mixed (traces 1000 x 512 5.1 -> 5.8, 504 x 2048 8.5 -> 9.1, but
+# 1000 x 1000 10.9 -> 9.5) and takes it too, so that its times are those of 1024 or 512 rows.
 _ROW_DIV = True
 _ROW_DIV_MIN_T = 8
+_TM_DIV = True
 
 
 # Output allocators. Tests replace these with NaN-filling versions so that an element a
@@ -1400,19 +1413,37 @@ def _row_stride_slots(kernel) -> tuple[int, ...]:
     return tuple(i for i, n in enumerate(names) if n.startswith("s_") and n.endswith("_n") and f"{n[:-2]}_t" in names)
 
 
+def _time_stride_slots(kernel) -> tuple[int, ...]:
+    """The positions of ``kernel``'s per-step time strides (``s_*_t`` with an ``s_*_n`` beside
+    it: the ones it passes through ``scan.aligned`` with ``TM_DIV``) among its arguments."""
+    names = kernel.arg_names
+    return tuple(i for i, n in enumerate(names) if n.startswith("s_") and n.endswith("_t") and f"{n[:-2]}_n" in names)
+
+
 def _row_div(kernel, args: list, T: int, pl: Plan) -> dict:
     """``ROW_DIV`` for a launch of ``kernel`` with ``args`` over rows of ``T`` steps under
     ``pl`` (``_ROW_DIV``): the largest power of two, 2, 4 or 8, that divides T and every
     per-step row stride, which ``scan.aligned`` shows to Triton; none where Triton's own
-    specialisation (divisible by 16) says as much, where no power of two does, on time-major
-    storage (unit row strides), or for tiles of fewer than ``_ROW_DIV_MIN_T`` steps."""
-    if not _ROW_DIV or pl.block_t < _ROW_DIV_MIN_T:
+    specialisation (divisible by 16) says as much, where no power of two does, or for tiles of
+    fewer than ``_ROW_DIV_MIN_T`` steps. On the time-major tiles (``Plan.time_major``,
+    ``Plan.tm_lanes``: time-major storage) it is ``TM_DIV`` instead (``_TM_DIV``): the same
+    for the row count R and every per-step time stride, as those tiles' vectors run along
+    rows (their mask is ``row < R``)."""
+    if not _ROW_DIV:
         return {}
+    if pl.time_major or pl.tm_lanes:
+        if not _TM_DIV:
+            return {}
+        key, values = "TM_DIV", (args[kernel.arg_names.index("R")], *(args[i] for i in _time_stride_slots(kernel)))
+    elif pl.block_t < _ROW_DIV_MIN_T:
+        return {}
+    else:
+        key, values = "ROW_DIV", (T, *(args[i] for i in _row_stride_slots(kernel)))
     d = 16
-    for v in (T, *(args[i] for i in _row_stride_slots(kernel))):
+    for v in values:
         while d > 1 and v % d:
             d //= 2
-    return {"ROW_DIV": d} if 1 < d < 16 else {}
+    return {key: d} if 1 < d < 16 else {}
 
 
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
