@@ -57,7 +57,7 @@ _SHORT_WARP_ELEMS = 128
 # form at 1 a thread 4096 x 8 3.2 -> 1.9, 16384 x 8 3.7 -> 2.8 (2.4 and 3.1 at 2 a thread).
 # One element a thread lost elsewhere (V-trace 32768 x 8 3.4 -> 3.5, traces 2.0 -> 2.3), as
 # did 16-row tiles ([16, 8] on 2 or 4 warps), 64-row ones on 8 warps (equal), and a row a
-# thread ([32, 8] on one warp, the group scan: 1.2-1.9x slower; docs/performance.md).
+# thread ([32, 8] on one warp, the group scan: 1.3-1.9x slower; docs/performance.md).
 _TINY_T = 8
 _TINY_WARP_ELEMS = 64
 _TINY_WARP_ELEMS_BY_FORM = {"retrace_actions": 32}
