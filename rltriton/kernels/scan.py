@@ -199,7 +199,9 @@ def aligned(s, D: tl.constexpr):
     [128, 8] as a group-form tile: 79 registers and 106 SASS instructions an element, with the
     hint 32 and 33). ``tl.multiple_of`` on the argument itself changed nothing (a [32, 8]
     time-order tile: 98 SASS instructions an element with it or without, 68 with this). The
-    launcher passes T through it too: a masked vector needs ``t < T`` alike across it."""
+    launcher passes T through it too: a masked vector needs ``t < T`` alike across it. On the
+    time-major tiles (``TM_DIV``) it is R and the time strides instead, as those tiles'
+    vectors run along rows, masked by ``row < R``."""
     if D > 1:
         return (s // D) * D
     else:
