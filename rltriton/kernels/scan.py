@@ -17,7 +17,10 @@ Triton version; :func:`chunk_times`):
   ``[BN, BT]`` tile only around the scan (:func:`scan_order`, :func:`group_order`: a flip
   inside each thread's group and a reshape, no data movement), so the scan is a forward
   ``tl.associative_scan``: 12 shuffles per thread for a [1, 512] tile of (alpha, beta) on 4
-  warps, where ``reverse=True`` (lowered as flip, scan, flip) costs 92.
+  warps, where ``reverse=True`` (lowered as flip, scan, flip) costs 92. The flips reverse
+  the lanes of the whole warp, five butterfly shuffles per value each way, however few lanes
+  a row spans (Triton 3.6: 80 of the 184 SASS instructions a thread of a [32, 8] scan of a
+  pair on 2 warps; see ``launch._TINY_WARP_ELEMS``).
 * **group form scanned in two levels** (``GROUP_TILES = 2``; Triton < 3.7, where
   ``launch._group_scan`` says: tiles of 64 steps or more, one chunk a row, a split, or a
   chunk loop for the forms of ``launch._GROUP_SCAN_LOOP``): the
