@@ -1084,8 +1084,8 @@ def _padded(x, pad: int):
 
 def test_row_div_strides_checked():
     """Every stride a kernel rewrites through scan.aligned (and T, or R) is one that
-    launch._row_div checks for the divisor (``_row_stride_slots`` for ``ROW_DIV``,
-    ``_time_stride_slots`` for ``TM_DIV``): a rewritten stride the launcher did not check
+    launch._row_div checks for the divisor (``_stride_slots``: the row strides for ``ROW_DIV``,
+    the time strides for ``TM_DIV``): a rewritten stride the launcher did not check
     would move rows (or steps) wherever it lacks the divisor. Read from each kernel's source."""
     import inspect
     import re
@@ -1096,10 +1096,10 @@ def test_row_div_strides_checked():
                    forward.forward_kernel):
         src = inspect.getsource(kernel.fn)
         rewritten = set(re.findall(r"^\s+(\w+) = aligned\(\1, ROW_DIV\)$", src, re.M))
-        checked = {kernel.arg_names[i] for i in launch._row_stride_slots(kernel)}
+        checked = {kernel.arg_names[i] for i in launch._stride_slots(kernel, "n")}
         assert rewritten == checked | {"T"}, (kernel.fn.__name__, rewritten ^ (checked | {"T"}))
         rewritten = set(re.findall(r"^\s+(\w+) = aligned\(\1, TM_DIV\)$", src, re.M))
-        checked = {kernel.arg_names[i] for i in launch._time_stride_slots(kernel)}
+        checked = {kernel.arg_names[i] for i in launch._stride_slots(kernel, "t")}
         assert rewritten == checked | {"R"}, (kernel.fn.__name__, rewritten ^ (checked | {"R"}))
 
 

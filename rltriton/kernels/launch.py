@@ -49,8 +49,8 @@ _SHORT_WARP_ELEMS = 128
 # wave, each SM holding a few programs, and Triton 3.6 lowers their reverse scan with a flip
 # of the whole warp's lanes (5 butterfly shuffles per value each way; with the scan's own
 # shuffles, 84 of the 272 SASS instructions a thread of discounted returns' [32, 8] tile on 2
-# warps, against 46 of 200 on 4), so more threads with fewer elements finish sooner. H200, Triton 3.6 (benchmarks/ab.py,
-# 2026-12-01-h200-s21-ab-tiny.txt), us, 4 a thread -> 2 a thread (with the 8-step tiles'
+# warps, against 46 of 200 on 4), so more threads with fewer elements finish sooner. H200,
+# Triton 3.6 (benchmarks/ab.py, 2026-12-01-h200-s21-ab-tiny.txt), us, 4 a thread -> 2 a thread (with the 8-step tiles'
 # ROW_DIV, _ROW_DIV_MIN_T): GAE 16384 x 8 2.3 -> 2.1, 4096 x 8 1.9 -> 1.7; TD(lambda) 4096 x 8
 # 1.9 -> 1.6; V-trace 16384 x 8 2.7 -> 2.4; Retrace 16384 x 8 2.7 -> 2.3, 32768 x 4 2.6 ->
 # 2.3; traces 4096 x 8 1.8 -> 1.5; 32768 x 8 by 0.1-0.3 (Retrace 3.4 -> 3.1); the action
@@ -1404,20 +1404,16 @@ def _coop_fits(kernel, args: list, grid: tuple[int, int], kwargs: dict, device: 
     return fits
 
 
-@functools.lru_cache(maxsize=16)
-def _row_stride_slots(kernel) -> tuple[int, ...]:
-    """The positions of ``kernel``'s per-step row strides (``s_*_n`` with an ``s_*_t`` beside
-    it: the ones it passes through ``scan.aligned``, not the per-row last value's or initial
-    trace's) among its arguments."""
+@functools.lru_cache(maxsize=32)
+def _stride_slots(kernel, axis: str) -> tuple[int, ...]:
+    """The positions among ``kernel``'s arguments of its per-step strides along ``axis``:
+    ``"n"``, the row strides (``s_*_n`` with an ``s_*_t`` beside it, which it passes through
+    ``scan.aligned`` with ``ROW_DIV``; not the per-row last value's or initial trace's), or
+    ``"t"``, the time strides (``s_*_t`` with an ``s_*_n`` beside it, with ``TM_DIV``)."""
     names = kernel.arg_names
-    return tuple(i for i, n in enumerate(names) if n.startswith("s_") and n.endswith("_n") and f"{n[:-2]}_t" in names)
-
-
-def _time_stride_slots(kernel) -> tuple[int, ...]:
-    """The positions of ``kernel``'s per-step time strides (``s_*_t`` with an ``s_*_n`` beside
-    it: the ones it passes through ``scan.aligned`` with ``TM_DIV``) among its arguments."""
-    names = kernel.arg_names
-    return tuple(i for i, n in enumerate(names) if n.startswith("s_") and n.endswith("_t") and f"{n[:-2]}_n" in names)
+    other = {"n": "t", "t": "n"}[axis]
+    return tuple(i for i, n in enumerate(names)
+                 if n.startswith("s_") and n.endswith(f"_{axis}") and f"{n[:-2]}_{other}" in names)
 
 
 def _row_div(kernel, args: list, T: int, pl: Plan) -> dict:
@@ -1434,11 +1430,11 @@ def _row_div(kernel, args: list, T: int, pl: Plan) -> dict:
     if pl.time_major or pl.tm_lanes:
         if not _TM_DIV:
             return {}
-        key, values = "TM_DIV", (args[kernel.arg_names.index("R")], *(args[i] for i in _time_stride_slots(kernel)))
+        key, values = "TM_DIV", (args[kernel.arg_names.index("R")], *(args[i] for i in _stride_slots(kernel, "t")))
     elif pl.block_t < _ROW_DIV_MIN_T:
         return {}
     else:
-        key, values = "ROW_DIV", (T, *(args[i] for i in _row_stride_slots(kernel)))
+        key, values = "ROW_DIV", (T, *(args[i] for i in _stride_slots(kernel, "n")))
     d = 16
     for v in values:
         while d > 1 and v % d:
