@@ -169,6 +169,13 @@ def static_checks() -> dict[str, dict]:
         out[f"{name}_tm_lanes"] = build(kern, consts, 8, time_major=True)
     consts = dict(TRACES, BLOCK_N=64, BLOCK_T=64, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, TM_W=8, TIME_MAJOR=False)
     out["traces_tm_lanes"] = build(F.forward_kernel, consts, 8, time_major=True)
+    # 8-step rows, [32, 8] tiles on 4 warps (launch._TINY_WARP_ELEMS), in time order scanned in
+    # reverse and in descending time scanned forward (GROUP_TILES = 6, launch._DESC_MAX_T)
+    for name, (kern, extra) in KERNELS.items():
+        for gt in (False, 6):
+            consts = {**BASE, **extra, "BLOCK_N": 32, "BLOCK_T": 8, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                      "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
+            out[f"{name}_{'desc' if gt else 'time_order'}_32x8"] = build(kern, consts, 4)
     # batch-major row strides Triton does not specialise (rows of 24 steps), with and without
     # the launcher's ROW_DIV (launch._ROW_DIV), [8, 32] tiles on 2 warps: the default form of
     # the installed Triton, and Triton 3.6's lanes tiles (GROUP_TILES = 4)

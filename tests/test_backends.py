@@ -591,6 +591,55 @@ def test_tiny_tile_plans():
     assert launch.plan(32768, 8, tiny_warp_elems=128).num_warps == 2
 
 
+def test_desc_tiles_plan():
+    """Batch-major tiles of at most launch._DESC_MAX_T steps in time order (Triton < 3.7) take
+    the descending form (``GROUP_TILES = 6``) for the forms of _DESC_FORMS on rows whose
+    length is not a multiple of 8, and on rows of 8 steps for those of _DESC_ALIGNED_FORMS
+    only; Retrace's action form, longer tiles, the group form (Triton >= 3.7), lanes and
+    time-major tiles keep theirs, and so does every tile with ``_DESC_MAX_T = 0``."""
+    from rltriton.kernels import launch
+    from rltriton.kernels.launch import Plan, _with_group_scan
+
+    def form_of(pl: Plan, form: str, T: int, group_tiles: bool = False) -> object:
+        return _with_group_scan({"GROUP_TILES": group_tiles}, pl, form, T)["GROUP_TILES"]
+
+    want_8 = {"gae": False, "td_lambda": 6, "vtrace": False, "retrace": False, "retrace_actions": False}
+    for form in launch._FORMS:
+        for R, T in ((32768, 8), (32768, 5), (7, 8), (100000, 3), (3, 1), (5000, 6)):
+            pl = launch.plan(R, T)
+            assert pl.block_t <= launch._DESC_MAX_T == 8, (R, T, pl)
+            want = want_8[form] if T % 8 == 0 else (False if form == "retrace_actions" else 6)
+            assert form_of(pl, form, T) == want, (form, R, T, pl)
+            assert form_of(pl, form, T, True) is True  # (the group form, Triton >= 3.7)
+        assert form_of(Plan(32, 16, 4, 1, 16), form, 16) in (False, 2, 3)
+        assert form_of(Plan(32, 8, 2, 1, 8, time_major=True), form, 7) is False
+        assert form_of(Plan(64, 16, 4, 1, 16, tm_lanes=True), form, 16) == 5
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("split", [False, True], ids=["loop", "split"])
+def test_desc_tiles(name, split, monkeypatch, poisoned):
+    """Tiles in descending time (``GROUP_TILES = 6``) of 8 steps, every kernel form, which
+    the planner gives rows of one chunk (launch._desc_tiles), here also walked in a chunk loop (T = 21: 3
+    chunks, the last partly out of range) or split in time (3 segments: PHASE 1's maps and
+    PHASE 2's carry-in), several rows a program; the bootstrap forms in turn, Retrace in
+    both algebras; NaN-poisoned outputs against the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=split)
+    monkeypatch.setattr(poisoned, "_MAX_BLOCK_T", 8)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, "_SEG_STEPS", 8)
+    monkeypatch.setattr(poisoned, "_DESC_FORMS", frozenset(poisoned._FORMS))  # (the action form too)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_t, pl.segments > 1))
+    poisoned.clear_caches()
+    try:
+        check_short_row_forms(name, [(5, 21), (9, 3)], monkeypatch, poisoned, rotate=True)
+    finally:
+        poisoned.clear_caches()
+    assert set(seen) == {(6, 8, split), (6, 4, False)}, seen
+
+
 def test_forward_tiles_plan():
     """The forward kernel's batch-major plans (launch._FWD_TILES): short rows of 16 to 128
     steps in tiles of up to _FWD_SHORT_TILE elements, 8 a thread, halved while the call
@@ -996,8 +1045,8 @@ def test_group_scan_loop_forms(monkeypatch, poisoned):
 
 def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):
     """The two-level group scan stands in for chunks in time order only: the reshaped group
-    form (Triton >= 3.7) and time-major tiles keep theirs, and so do chunks of fewer than 4
-    steps."""
+    form (Triton >= 3.7) and time-major tiles keep theirs, and chunks of fewer than 4 steps
+    take the descending form (``GROUP_TILES = 6``, launch._DESC_MAX_T) instead."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_GROUP_SCAN", True)
@@ -1016,7 +1065,7 @@ def test_group_scan_only_replaces_time_order(monkeypatch, poisoned):
         check(to_time_major(case), "triton")
     poisoned.clear_caches()
     assert seen == [(True, False, 16), (True, False, 2), (True, True, 16),
-                    (2, False, 16), (False, False, 2), (False, True, 16)], seen
+                    (2, False, 16), (6, False, 2), (False, True, 16)], seen
 
 
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace_av"])

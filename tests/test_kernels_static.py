@@ -67,6 +67,19 @@ def test_time_order_chunks(counts, name):
 
 
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
+def test_desc_tiles(counts, name):
+    """8-step tiles in descending time (``GROUP_TILES = 6``, launch._DESC_MAX_T) scan forward:
+    no reverse scan, so none of its lane flips (a third of the time-order tile's shuffles or
+    fewer, [32, 8] on 4 warps), and no layout conversion, for scalar accesses (no vector
+    loads: the addresses run backwards) where the time-order tile reads 8-byte vectors."""
+    desc, order = counts[f"{name}_desc_32x8"], counts[f"{name}_time_order_32x8"]
+    assert desc["reverse_scans"] == 0 and order["reverse_scans"] == 1, (desc, order)
+    assert 3 * desc["shfl"] <= 1.1 * order["shfl"], (desc, order)
+    assert desc["cvt"] == 0 and desc["lds"] == 0 and desc["sts"] == 0, desc
+    assert desc["v2_loads"] == 0 < order["v2_loads"], (desc, order)
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av"])
 def test_group_scan(counts, name):
     """The group form scanned in two levels (launch._GROUP_SCAN, ``GROUP_TILES = 2``): no
     reverse scan, 24 shuffles per thread for a [1, 512] tile on 4 warps (Triton 3.6 and 3.8;

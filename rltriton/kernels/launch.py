@@ -61,6 +61,24 @@ _SHORT_WARP_ELEMS = 128
 _TINY_T = 8
 _TINY_WARP_ELEMS = 64
 _TINY_WARP_ELEMS_BY_FORM = {"retrace_actions": 32}
+# Batch-major tiles of at most _DESC_MAX_T steps in time order (Triton < 3.7) hold their steps
+# in descending time instead (GROUP_TILES = 6, scan.chunk_times) and scan forward: no flip of
+# the warp's lanes around the scan, for accesses that run backwards in memory and are
+# therefore scalar (a warp still reads whole rows). The forms of _DESC_FORMS take it on rows
+# whose length is not a multiple of 8; on rows of a multiple of 8 steps only those of
+# _DESC_ALIGNED_FORMS, as there the time-order tile reads 8-byte vectors (ROW_DIV).
+# H200, Triton 3.6, device us, time order -> descending (benchmarks/ab.py,
+# 2026-12-02-h200-s22-ab-desc.txt), GAE / TD(lambda) / discounted returns / V-trace / Retrace:
+#   32768 x 4   2.1 / 2.0 / 2.0 / 2.5 / 2.3  ->  1.9 / 1.8 / 1.7 / 2.1 / 2.1
+#   32768 x 6   2.9 / 2.7 / 2.6 / 3.4 / 3.2  ->  2.5 / 2.4 / 2.1 / 3.0 / 2.8
+#   32768 x 2   1.8 / 1.8 / 1.7 / 2.1 / 2.0  ->  1.7 / 1.6 / 1.5 / 1.7 / 1.7
+#   32768 x 8   2.6 / 2.7 / 2.6 / 3.3 / 3.1  ->  3.0 / 2.7 / 2.4 / 3.6 / 3.8
+#   16384 x 8   2.1 / 2.1 / 1.9 / 2.5 / 2.3  ->  2.3 / 2.0 / 1.9 / 2.6 / 2.6
+# Retrace's action form (1 element a thread, its actions read as vectors either way) was equal
+# or slower everywhere (32768 x 8 4.1 -> 6.1, 32768 x 6 4.2 -> 4.2). 0: never.
+_DESC_MAX_T = 8
+_DESC_FORMS = frozenset({"gae", "td_lambda", "vtrace", "retrace"})
+_DESC_ALIGNED_FORMS = frozenset({"td_lambda"})
 _SEG_STEPS = 2048  # steps of a time segment when rows are split: one chunk
 # Rows too few to fill the GPU are split in time from _SPLIT_MIN_CHUNKS chunks, or from
 # _SPLIT_FEW_CHUNKS with fewer row programs than SMs. Until session 14 calls under
@@ -1286,10 +1304,19 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
     return meta
 
 
-def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
+def _desc_tiles(pl: Plan, form: str, T: int) -> bool:
+    """Whether a batch-major tile in time order of the kernel form ``form`` for rows of
+    ``T`` steps holds its steps in descending time instead (``GROUP_TILES = 6``,
+    ``_DESC_MAX_T``, ``_DESC_FORMS``, ``_DESC_ALIGNED_FORMS``)."""
+    return (not pl.time_major and pl.block_t <= _DESC_MAX_T and form in _DESC_FORMS
+            and (T % 8 != 0 or form in _DESC_ALIGNED_FORMS))
+
+
+def _with_group_scan(meta: dict, pl: Plan, form: str, T: int) -> dict:
     """``meta`` with ``GROUP_TILES = 5`` and its warps (``TM_W``) for a time-major lanes plan
     (``Plan.tm_lanes``), ``GROUP_TILES = 4`` for a lanes plan (``Plan.lanes``; its tiles need no
-    reshape, so Triton 3.6 takes them too), else ``3`` where :func:`_flat_rows` says so (and
+    reshape, so Triton 3.6 takes them too), else ``6`` (descending time) where
+    :func:`_desc_tiles` says so for rows of ``T`` steps, else ``3`` where :func:`_flat_rows` says so (and
     ``SEG_GROUPS`` with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does
     (chunks in time order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
     if pl.tm_lanes:
@@ -1298,6 +1325,8 @@ def _with_group_scan(meta: dict, pl: Plan, form: str) -> dict:
         return {**meta, "GROUP_TILES": 4}
     if meta["GROUP_TILES"] is not False:
         return meta
+    if _desc_tiles(pl, form, T):
+        return {**meta, "GROUP_TILES": 6}
     if _flat_rows(pl, form):
         # the scan over the groups segmented at each row's first group (scan.group_scan's
         # SEG_GROUPS); TD(lambda)'s scan already cuts where its coefficient is 0 (its kernel
@@ -1583,7 +1612,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
                   form=_one_chunk_form(kform, p))
-    meta = _with_loop_registers(_with_group_scan(meta, pl, kform), pl, kform)
+    meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)

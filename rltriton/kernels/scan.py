@@ -40,7 +40,10 @@ Triton version; :func:`chunk_times`):
   16-64 steps by form): each row across L = 4-8 lanes, ``[L, BN, NC, 4]``, so a warp's loads
   read whole lines of a row; the scan runs across a row's lanes and then along each thread's
   columns in registers (:func:`lane_scan`), with no barrier.
-* **time order** (Triton < 3.7, the other tiles: 8-step tiles, Retrace's chunk loop):
+* **descending time** (``GROUP_TILES = 6``; Triton < 3.7, ``launch._DESC_MAX_T``: tiles of
+  at most 8 steps): ``[BN, BT]`` in scan order, scanned forward; its accesses run backwards
+  in memory, so they are scalar, but no lanes are flipped.
+* **time order** (Triton < 3.7, the other tiles: Retrace's chunk loop, short tiles of several rows):
   ``[BN, BT]`` in ascending time, scanned
   with ``reverse=True``. Those versions lower the group form's reshape as a layout
   conversion through shared memory (4-8 KB a program), which made the kernels MIO-bound
@@ -518,6 +521,10 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
       ``reverse=True``. Triton before 3.7 turns the group form's reshape into a layout
       conversion through shared memory (4-8 KB a program, MIO-bound: 6x slower at
       512 x 4096 on an H200), while its reverse scan stays in registers and shuffles.
+    * descending time (``GROUP_TILES = 6``, batch-major tiles of at most
+      ``launch._DESC_MAX_T`` steps) [1, BT]: ``t_hi - j`` at column j, scan order, scanned
+      forward. The accesses run backwards in memory, so they are scalar (still coalesced: a
+      warp reads whole rows), and no lanes are flipped.
     * TIME_MAJOR (rows are the contiguous axis, see :func:`program_tile`) [1, BT]: times
       descend (scan order, scanned forward); the vector accesses run along rows. Held as
       [1, BT, 1] before, its reshape cost Triton 3.6 224 shuffles per thread at [128, 16]
@@ -534,7 +541,7 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
         K: tl.constexpr = BLOCK_T // TM_W
         col = tl.arange(0, BLOCK_T)
         return t_lo + (BLOCK_T - 1) - ((col % TM_W) * K + col // TM_W)[None, :]
-    elif TIME_MAJOR:
+    elif TIME_MAJOR or GROUP_TILES == 6:
         return t_lo + (BLOCK_T - 1) - tl.arange(0, BLOCK_T)[None, :]
     elif GROUP_TILES == 4:
         L: tl.constexpr = lanes_per_row(BLOCK_T)
