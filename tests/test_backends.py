@@ -1235,12 +1235,13 @@ def test_tm_lanes_tiles(name, monkeypatch, poisoned):
     last partial), the bootstrap forms in turn, truncations and
     terminations, both Retrace kernel forms with and without the lagged algebra, NaN-poisoned
     outputs, against the float64 reference. Every form takes the tiles here, the forward scans
-    too (the plans give them to all but Retrace's action form), so the kernel code is checked
-    for all."""
+    too (the plans give Retrace's action form 32-step tiles only, launch._TM_LANES_FORM_BOUNDS),
+    so the kernel code is checked for all."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_TM_LANES", True)
     monkeypatch.setattr(poisoned, "_TM_LANES_MIN_PROGRAMS", 0)
+    monkeypatch.setattr(poisoned, "_TM_LANES_FORM_BOUNDS", {})
     monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys((*poisoned._FORMS, "forward"), 64))
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
                                                              pl.block_n, pl.block_t))
@@ -1285,8 +1286,9 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     """The time-major lanes tiles (launch._tm_lanes_plan) take time-major rows of
     _TM_LANES_MIN_T to the form's _TM_LANES_MAX_T steps with rows for a quarter of the SMs or
     more (at 128 steps, at most two programs an SM): not batch-major rows, not 4-step rows,
-    not rows too few, not a form without a bound (Retrace's action form),
-    not float64 arithmetic (no form then), not with ``_TM_LANES`` off."""
+    not rows too few, not a form without a bound, not float64 arithmetic (no form then), not
+    with ``_TM_LANES`` off. Retrace's action form (launch._TM_LANES_FORM_BOUNDS) takes
+    32-step tiles only (rows of 17-32 steps), from 0.75 programs an SM."""
     import torch
 
     from rltriton.kernels import launch
@@ -1295,7 +1297,8 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     for key, value in {"_TM_LANES": True, "_TM_LANES_MIN_T": 8, "_TM_LANES_MIN_PROGRAMS": 0.25,
                        "_TM_LANES_MAX_PROGRAMS_128": 2.0,
                        "_TM_LANES_MAX_T": {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32,
-                                           "forward": 128}}.items():
+                                           "retrace_actions": 32, "forward": 128},
+                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}}.items():
         monkeypatch.setattr(launch, key, value)
     launch.clear_caches()
     cpu = torch.device("cpu")
@@ -1308,7 +1311,13 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert not plan_for(16384, 64, cpu, form="gae").tm_lanes  # batch-major
     assert not plan_for(16384, 64, cpu, time_major=True, form="vtrace").tm_lanes  # beyond V-trace's bound
     assert not plan_for(16384, 4, cpu, time_major=True, form="gae").tm_lanes
-    assert not plan_for(16384, 32, cpu, time_major=True, form="retrace_actions").tm_lanes
+    assert plan_for(16384, 32, cpu, time_major=True, form="retrace_actions").tm_lanes
+    assert plan_for(16384, 20, cpu, time_major=True, form="retrace_actions").tm_lanes  # 32-step tiles, padded
+    for R, T in ((16384, 16), (32768, 8), (16384, 64), (16384, 128)):
+        assert not plan_for(R, T, cpu, time_major=True, form="retrace_actions").tm_lanes, (R, T)
+    few = 64 * (-(-3 * sms // 4) - 1)  # one 64-row program short of 0.75 an SM
+    assert _tm_lanes_plan(few + 64, 32, sms, "retrace_actions") is not None
+    assert _tm_lanes_plan(few, 32, sms, "retrace_actions") is None and _tm_lanes_plan(few, 32, sms, "retrace")
     assert plan_for(16384, 32, cpu, time_major=True, form="forward").tm_lanes  # the forward scans
     assert not plan_for(16384, 32, cpu, time_major=True, form=None).tm_lanes  # float64
     rows = 64 * (sms // 4 + 1)  # a quarter of the SMs' worth of 64-row programs, rounded up

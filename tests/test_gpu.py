@@ -224,7 +224,7 @@ def test_tm_lanes_tiles(shape, name, dtype, monkeypatch):
     bfloat16 inputs, repeated so that a replay runs too."""
     from rltriton.kernels import launch
 
-    settings = {"_TM_LANES": True, "_TM_LANES_MIN_T": 4, "_TM_LANES_MIN_PROGRAMS": 0,
+    settings = {"_TM_LANES": True, "_TM_LANES_MIN_T": 4, "_TM_LANES_MIN_PROGRAMS": 0, "_TM_LANES_FORM_BOUNDS": {},
                 "_TM_LANES_MAX_PROGRAMS_128": 1e9, "_TM_LANES_MAX_T": dict.fromkeys((*launch._FORMS, "forward"), 128)}
     k = [(32768, 8), (4500, 32), (9000, 63), (1000, 17), (300, 5), (8448, 128)].index(shape)
     used = _forced(monkeypatch, settings, name, shape, 13, "tm lanes",

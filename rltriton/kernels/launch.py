@@ -574,14 +574,23 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
 # 4-tuple in registers) gain up to 32 steps (V-trace 32768 x 8 3.5 -> 2.9, Retrace 32768 x 32
 # 7.1 -> 5.0) and lose from 64 (V-trace 32768 x 64 13.2 -> 26.5; with 4 steps a thread,
 # _TM_LANES_STEPS, mixed: 16384 x 64 10.2 -> 7.4 but 32768 x 64 13.0 -> 18.7), hence the
-# bounds by form (_TM_LANES_MAX_T); Retrace's action form has none. On for every Triton
+# bounds by form (_TM_LANES_MAX_T; Retrace's action form below). On for every Triton
 # version: the rows' contiguity, not a tie between axes, decides the layout, and Triton 3.8
 # builds the same one (tests/test_kernels_static.py::test_tm_lanes_tiles; GAE [64, 64] on 8
 # warps: 80 registers and 52 SASS instructions an element with 3.6 and 3.8), though only 3.6
 # was timed.
 _TM_LANES = True
 _TM_LANES_MIN_T = 8
-_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32, "forward": 128}
+_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32, "retrace_actions": 32,
+                   "forward": 128}
+# Retrace's action form takes them at 32 steps only, from 0.75 programs an SM (its entry: the
+# shortest tile, the fewest programs an SM, in place of _TM_LANES_MIN_T and
+# _TM_LANES_MIN_PROGRAMS). H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s22-ab-av.txt),
+# time-major tiles -> these, us: 8192 x 32 5.1 -> 4.6, 16384 x 32 14.7 -> 6.6, 32768 x 32
+# 27.0 -> 18.7 (batch-major: 6.6 and 18.8); but 4096 x 32 3.5 -> 3.8, 8192 x 8 2.7 -> 3.3,
+# 4096 x 8 2.2 -> 3.0, 16384 x 16 equal; at 64 steps 4096 x 64 5.2 -> 7.7, 32768 x 64 40.0 ->
+# 51.7; at 128 4096 x 128 8.0 -> 11.2, though 16384 x 128 51.3 -> 41.9.
+_TM_LANES_FORM_BOUNDS = {"retrace_actions": (32, 0.75)}
 _TM_LANES_ROWS = 64
 _TM_LANES_MIN_PROGRAMS = 0.25  # programs an SM
 _TM_LANES_MAX_PROGRAMS_128 = 2.0
@@ -597,7 +606,8 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     """The time-major lanes plan (``_TM_LANES``) for R time-major rows of T steps of the kernel
     form ``form`` (None: never): a row of ``_TM_LANES_MIN_T`` to the form's ``_TM_LANES_MAX_T``
     steps as one chunk, with rows for ``_TM_LANES_MIN_PROGRAMS`` programs an SM or more (at 128
-    steps, at most ``_TM_LANES_MAX_PROGRAMS_128``); else None.
+    steps, at most ``_TM_LANES_MAX_PROGRAMS_128``; a form in ``_TM_LANES_FORM_BOUNDS`` has its
+    own shortest tile and fewest programs); else None.
 
     Longer rows keep the time-major tiles: these tiles in 64- or 128-step chunks, walked in a
     loop or split in time, were up to 3.5x slower (16384 x 512 GAE 41 -> 143 us; every step
@@ -607,10 +617,11 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     if not _TM_LANES or form not in _TM_LANES_MAX_T:
         return None
     p2 = _next_pow2(max(T, 1))
-    if not _TM_LANES_MIN_T <= p2 <= _TM_LANES_MAX_T[form]:
+    min_t, min_programs = _TM_LANES_FORM_BOUNDS.get(form, (_TM_LANES_MIN_T, _TM_LANES_MIN_PROGRAMS))
+    if not min_t <= p2 <= _TM_LANES_MAX_T[form]:
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
-    if programs < _TM_LANES_MIN_PROGRAMS * sms or (p2 >= 128 and programs > _TM_LANES_MAX_PROGRAMS_128 * sms):
+    if programs < min_programs * sms or (p2 >= 128 and programs > _TM_LANES_MAX_PROGRAMS_128 * sms):
         return None
     warps = p2 // _tm_lanes_steps(p2, form)
     return Plan(_TM_LANES_ROWS, p2, warps, 1, p2, tm_lanes=True)
