@@ -19,6 +19,86 @@ if not torch.cuda.is_available():
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
+def _column_scan(self, input):
+    """``tl.associative_scan`` under the interpreter, one column at a time: the combine
+    function applied to whole slices across the scanned axis (every other element of the
+    tile at once) in place of Triton's ``ScanOps.generic_scan``, which calls it once per
+    element of the tile (more than half the interpreter's time in the kernel tests). Each
+    element sees the same operations in the same order (the accumulated value at the step
+    before, combined with the element's own), so the results are the same bits: the
+    combine functions are elementwise (arithmetic and selects; tests/test_interpreter_scan.py
+    compares the two on every kernel's scans)."""
+    import math
+
+    import numpy as np
+    import triton.language as tl
+
+    axis = self.axis
+    data = [arg.handle.data for arg in input]
+    out = [np.zeros(d.shape, dtype=d.dtype) for d in data]
+    n = data[0].shape[axis]
+    lead = (slice(None),) * axis
+    if n:
+        for o, d in zip(out, data):
+            o[(*lead, 0)] = d[(*lead, 0)]
+    for k in range(1, n):
+        acc = tuple(self.to_tensor(o[(*lead, k - 1)], arg.dtype) for o, arg in zip(out, input))
+        new = tuple(self.to_tensor(d[(*lead, k)], arg.dtype) for d, arg in zip(data, input))
+        ret = self.combine_fn.fn(*acc, *new)
+        for o, r in zip(out, ret if isinstance(ret, tuple) else (ret,)):
+            val = r.handle.data if isinstance(r, tl.core.tensor) else r
+            shape = np.shape(o[(*lead, k)])
+            o[(*lead, k)] = np.reshape(val, shape) if np.size(val) == math.prod(shape) else val
+    return [self.to_tensor(o, arg.dtype) for o, arg in zip(out, input)]
+
+
+def _faster_interpreter() -> None:
+    """Two shortcuts in Triton's interpreter (``RLTRITON_PLAIN_INTERPRETER=1``: neither),
+    each computing exactly what it replaces: :func:`_column_scan` for its scans, and one
+    ``_patch_lang`` a launch. The interpreter maps ``triton.language``'s builtins to its
+    own when a launch starts (undoing it when the launch ends) and again at every call of a
+    ``@triton.jit`` function inside it (about half the kernel tests' time once the scans are
+    columns): those calls find the same modules already mapped, so they are skipped."""
+    if os.environ.get("RLTRITON_PLAIN_INTERPRETER", "0") == "1":
+        return
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    ops = getattr(interpreter, "ScanOps", None)
+    if ops is not None and hasattr(ops, "generic_scan") and hasattr(ops, "to_tensor"):
+        ops.element_scan = ops.generic_scan  # Triton's, for tests/test_interpreter_scan.py
+        ops.generic_scan = _column_scan
+    grid, patch_lang = getattr(interpreter, "GridExecutor", None), getattr(interpreter, "_patch_lang", None)
+    if grid is None or patch_lang is None or not hasattr(interpreter, "_LangPatchScope"):
+        return
+    patched = [None]  # the language modules the running launch has mapped (None: no launch runs)
+
+    def once_a_launch(fn):
+        langs = {id(v) for v in fn.__globals__.values() if v is tl or v is tl.core}
+        if patched[0] is not None and langs and langs <= patched[0]:
+            return interpreter._LangPatchScope()  # (nothing to undo: calls inside a launch never do)
+        scope = patch_lang(fn)
+        if patched[0] is not None:
+            patched[0] |= langs
+        return scope
+
+    launch = grid.__call__
+
+    def launch_patching_once(self, *args, **kwargs):
+        outer, patched[0] = patched[0], set()
+        try:
+            return launch(self, *args, **kwargs)
+        finally:
+            patched[0] = outer
+
+    interpreter._patch_lang = once_a_launch
+    grid.__call__ = launch_patching_once
+
+
+if INTERPRET:
+    _faster_interpreter()
+
+
 def _nan_empty_like(x, *args, **kwargs):
     return torch.empty_like(x, *args, **kwargs).fill_(float("nan"))
 
