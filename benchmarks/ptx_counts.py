@@ -13,6 +13,7 @@ scan costs 12 (benchmarks/results/2026-11-29-h200-sessionlog.md); a static guide
 timing: the H200 decides.
 """
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -41,6 +42,31 @@ def registers(ptx: str) -> int:
         res = subprocess.run([str(ptxas), "-arch=sm_90a", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
                              capture_output=True, text=True, check=True)
     return int(re.search(r"Used (\d+) registers", res.stderr + res.stdout).group(1))
+
+
+def _without_cubin(*args):
+    """A ``knobs.runtime.add_stages_inspection_hook`` that drops Triton's own ptxas run (its
+    cubin stage gives an empty binary): :func:`registers` runs ptxas on the PTX. Called with
+    no arguments, the key it adds to the compilation cache's, so these builds never stand in
+    for real ones."""
+    if not args:
+        return "ptx_counts: no cubin stage", "ptx_counts: no cubin stage"
+    stages = args[1]
+    if "cubin" in stages:
+        stages["cubin"] = lambda src, metadata: b""
+
+
+def _compile(src, warps):
+    """``triton.compile`` for sm_90 without the cubin stage where the installed Triton has the
+    hook for it (3.8 does)."""
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if getattr(runtime, "add_stages_inspection_hook", 0) is not None:
+        return triton.compile(src, target=TARGET, options=dict(num_warps=warps))
+    runtime.add_stages_inspection_hook = _without_cubin
+    try:
+        return triton.compile(src, target=TARGET, options=dict(num_warps=warps))
+    finally:
+        runtime.add_stages_inspection_hook = None
 
 
 def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=True, rows_div16=True):
@@ -85,7 +111,7 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
             if n == "SEG" or (n == "R" and (rows_div16 or not time_major)) \
                     or (row_div16 and (n == "T" or (n.startswith("s_") and n.endswith("_n")))):
                 attrs[(i,)] = [["tt.divisibility", 16]]
-    k = triton.compile(ASTSource(kernel, sig, cf, attrs), target=TARGET, options=dict(num_warps=warps))
+    k = _compile(ASTSource(kernel, sig, cf, attrs), warps)
     ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
     return {"regs": registers(ptx), "shfl": len(re.findall(r"\bshfl\.", ptx)),
             "lds": len(re.findall(r"\bld\.shared", ptx)),
@@ -111,40 +137,45 @@ KERNELS = {"gae": (B.gae_kernel, {}), "td_lambda": (B.td_lambda_kernel, {"HAS_VA
 # the forward kernel as eligibility traces with dones and an initial trace
 TRACES = dict(KIND=0, HAS_DONES=True, HAS_INIT=True, G_TENSOR=False, L_TENSOR=False, DT=tl.float32)
 
-def static_checks() -> dict[str, dict]:
+def static_checks(jobs: int = 1) -> dict[str, dict]:
     """The configurations ``tests/test_kernels_static.py`` checks (it runs this module in a
-    subprocess: under ``TRITON_INTERPRET=1`` kernels are interpreted, not compiled)."""
-    out = {}
+    subprocess: under ``TRITON_INTERPRET=1`` kernels are interpreted, not compiled), built
+    in ``jobs`` processes (the builds are independent)."""
+    specs = []
+
+    def add(key, *args, **kwargs):
+        specs.append((key, args, kwargs))
+
     for name, (kern, extra) in KERNELS.items():
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
-        out[name] = build(kern, consts, 4)
+        add(name, kern, consts, 4)
     for name, (kern, extra) in KERNELS.items():
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "GROUP_TILES": False}
-        out[f"{name}_time_order"] = build(kern, consts, 4)
+        add(f"{name}_time_order", kern, consts, 4)
     # Retrace from step-t quantities (launch._RETRACE_LAGGED), chunks in time order as on
     # the H200's Triton 3.6: the lagged scan in place of the reads at t + 1
     for name in ("retrace", "retrace_av"):
         kern, extra = KERNELS[name]
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "GROUP_TILES": False, "LAGGED": True}
-        out[f"{name}_lagged"] = build(kern, consts, 4)
+        add(f"{name}_lagged", kern, consts, 4)
     # the action form reading each step's 4 actions as one vector (launch._RETRACE_AV_VEC)
     consts = {**BASE, **KERNELS["retrace_av"][1], "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1,
               "ONE_CHUNK": True, "GROUP_TILES": False, "LAGGED": True, "AV_VEC": 4}
-    out["retrace_av_lagged_vec4"] = build(B.retrace_kernel, consts, 4)
+    add("retrace_av_lagged_vec4", B.retrace_kernel, consts, 4)
     # the group form scanned in two levels (GROUP_TILES = 2, launch._GROUP_SCAN), which
     # stands in for the time-order chunks of Triton < 3.7
     for name, (kern, extra) in KERNELS.items():
         consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 512, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "GROUP_TILES": 2, "LAGGED": name == "retrace_av"}
-        out[f"{name}_group_scan"] = build(kern, consts, 4)
+        add(f"{name}_group_scan", kern, consts, 4)
     # ... and in a chunk loop ([1, 1024] on 8 warps), beside time order's loop
     for name, (kern, extra) in KERNELS.items():
         for gt in (2, False):
             consts = {**BASE, **extra, "BLOCK_N": 1, "BLOCK_T": 1024, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False,
                       "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
-            out[f"{name}_{'group_scan' if gt else 'time_order'}_loop"] = build(kern, consts, 8)
+            add(f"{name}_{'group_scan' if gt else 'time_order'}_loop", kern, consts, 8)
     # short rows, several a program ([4, 64] on 2 warps: 32768 x 64): the group scan on the
     # [BN, BT/4, 4] tile (GROUP_TILES = 2) and with the rows laid one after another
     # (GROUP_TILES = 3, launch._GROUP_SCAN_FLAT)
@@ -152,30 +183,30 @@ def static_checks() -> dict[str, dict]:
         for gt in (2, 3):
             consts = {**BASE, **extra, "BLOCK_N": 4, "BLOCK_T": 64, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                       "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
-            out[f"{name}_{'flat' if gt == 3 else 'group_scan'}_4x64"] = build(kern, consts, 2)
+            add(f"{name}_{'flat' if gt == 3 else 'group_scan'}_4x64", kern, consts, 2)
     # short rows across lanes (GROUP_TILES = 4, launch._ROW_LANES): [8, 64] on 2 warps (8 lanes
     # a row, two columns of groups a thread) and [32, 16] on 4 warps (4 lanes a row)
     for name, (kern, extra) in KERNELS.items():
         for bn, bt, w in ((8, 64, 2), (32, 16, 4)):
             consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                       "GROUP_TILES": 4, "LAGGED": name == "retrace_av"}
-            out[f"{name}_lanes_{bn}x{bt}"] = build(kern, consts, w)
+            add(f"{name}_lanes_{bn}x{bt}", kern, consts, w)
     # time-major lanes tiles (GROUP_TILES = 5, launch._TM_LANES) on time-major storage: 64 rows
     # by 64 steps on 8 warps (32 steps on 8 warps for the lagged forms, as their plans bound)
     for name, (kern, extra) in KERNELS.items():
         bt = 64 if name in ("gae", "td_lambda") else 32
         consts = {**BASE, **extra, "BLOCK_N": 64, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                   "GROUP_TILES": 5, "TM_W": 8, "TIME_MAJOR": False, "LAGGED": name == "retrace_av"}
-        out[f"{name}_tm_lanes"] = build(kern, consts, 8, time_major=True)
+        add(f"{name}_tm_lanes", kern, consts, 8, time_major=True)
     consts = dict(TRACES, BLOCK_N=64, BLOCK_T=64, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, TM_W=8, TIME_MAJOR=False)
-    out["traces_tm_lanes"] = build(F.forward_kernel, consts, 8, time_major=True)
+    add("traces_tm_lanes", F.forward_kernel, consts, 8, time_major=True)
     # 8-step rows, [32, 8] tiles on 4 warps (launch._TINY_WARP_ELEMS), in time order scanned in
     # reverse and in descending time scanned forward (GROUP_TILES = 6, launch._DESC_MAX_T)
     for name, (kern, extra) in KERNELS.items():
         for gt in (False, 6):
             consts = {**BASE, **extra, "BLOCK_N": 32, "BLOCK_T": 8, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                       "GROUP_TILES": gt, "LAGGED": name == "retrace_av"}
-            out[f"{name}_{'desc' if gt else 'time_order'}_32x8"] = build(kern, consts, 4)
+            add(f"{name}_{'desc' if gt else 'time_order'}_32x8", kern, consts, 4)
     # batch-major row strides Triton does not specialise (rows of 24 steps), with and without
     # the launcher's ROW_DIV (launch._ROW_DIV), [8, 32] tiles on 2 warps: the default form of
     # the installed Triton, and Triton 3.6's lanes tiles (GROUP_TILES = 4)
@@ -184,11 +215,11 @@ def static_checks() -> dict[str, dict]:
             for div in (1, 8):
                 consts = {**BASE, **extra, "BLOCK_N": 8, "BLOCK_T": 32, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                           "GROUP_TILES": gt, "LAGGED": name == "retrace_av", "ROW_DIV": div}
-                out[f"{name}_{'lanes' if gt == 4 else 'default'}_row_div{div}"] = build(kern, consts, 2,
-                                                                                       row_div16=False)
+                add(f"{name}_{'lanes' if gt == 4 else 'default'}_row_div{div}", kern, consts, 2,
+                    row_div16=False)
     for div in (1, 8):
         consts = dict(TRACES, BLOCK_N=8, BLOCK_T=32, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, ROW_DIV=div)
-        out[f"traces_default_row_div{div}"] = build(F.forward_kernel, consts, 2, row_div16=False)
+        add(f"traces_default_row_div{div}", F.forward_kernel, consts, 2, row_div16=False)
     # time-major storage with a row count and time strides Triton does not specialise (1000
     # rows), with and without the launcher's TM_DIV: the time-major tiles (32 rows by 16 steps
     # on one warp, launch.plan_time_major's) and the time-major lanes tiles (64 rows by 32
@@ -204,53 +235,77 @@ def static_checks() -> dict[str, dict]:
                     consts = {**BASE, **extra, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True, "TM_DIV": div,
                               "GROUP_TILES": 5 if form == "tm_lanes" else False, "LAGGED": name == "retrace_av",
                               **tile}
-                out[f"{name}_{form}_tm_div{div}"] = build(kern, consts, 1 if form == "tm" else 8, time_major=True,
-                                                          rows_div16=False)
+                add(f"{name}_{form}_tm_div{div}", kern, consts, 1 if form == "tm" else 8, time_major=True,
+                    rows_div16=False)
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
-        out[f"gae_phase{phase}"] = build(B.gae_kernel, consts, 8)
+        add(f"gae_phase{phase}", B.gae_kernel, consts, 8)
     # PHASE 1 on chunks in time order (Triton < 3.7): the segment's map by a forward scan
     # (launch._SEGMENT_MAP_FORWARD)
     consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 1, "S_BLOCK": 256, "ONE_CHUNK": True,
               "GROUP_TILES": False, "SEG_MAP_FWD": True}
-    out["gae_phase1_time_order"] = build(B.gae_kernel, consts, 8)
+    add("gae_phase1_time_order", B.gae_kernel, consts, 8)
     # PHASE 2's carry-in as a sum of products (launch._CARRY_PRODUCTS): no reverse scan
     consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 2, "S_BLOCK": 256, "ONE_CHUNK": True,
               "CARRY_PROD": True}
-    out["gae_phase2_products"] = build(B.gae_kernel, consts, 8)
+    add("gae_phase2_products", B.gae_kernel, consts, 8)
     # V-trace's PHASE 2 as the long rows of the benchmark run it (terminated flags, a last
     # value; 128 segments on 8 warps): its registers decide how many programs share an SM
     consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 2, "S_BLOCK": 256,
               "ONE_CHUNK": True}
-    out["vtrace_phase2"] = build(B.vtrace_kernel, consts, 8)
-    out["vtrace_phase2_products"] = build(B.vtrace_kernel, {**consts, "CARRY_PROD": True}, 8)
+    add("vtrace_phase2", B.vtrace_kernel, consts, 8)
+    add("vtrace_phase2_products", B.vtrace_kernel, {**consts, "CARRY_PROD": True}, 8)
     consts = dict(TRACES, BLOCK_N=1, BLOCK_T=512, PHASE=0, S_BLOCK=1, ONE_CHUNK=True)
-    out["traces"] = build(F.forward_kernel, consts, 4)
+    add("traces", F.forward_kernel, consts, 4)
     # time-major tiles (launch.plan_time_major): 32 rows by 16 steps on one warp (4 rows and
     # 4 steps per thread, 4 lanes along time), chunk loop; with a last value (the benchmarks'
     # form); PHASE 2 of a split with 64 segments; a short row as one chunk of 128 steps on 8
     # warps; 128 rows by 4 steps on one warp (each thread's scan is its own: no shuffles)
     for name, (kern, extra) in KERNELS.items():
         consts = {**BASE, **extra, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
-        out[f"{name}_tm"] = build(kern, consts, 1, time_major=True)
+        add(f"{name}_tm", kern, consts, 1, time_major=True)
     consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1,
               "ONE_CHUNK": False}
-    out["gae_tm_last_value"] = build(B.gae_kernel, consts, 1, time_major=True)
+    add("gae_tm_last_value", B.gae_kernel, consts, 1, time_major=True)
     consts = {**BASE, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 2, "S_BLOCK": 64, "ONE_CHUNK": False}
-    out["gae_tm_phase2"] = build(B.gae_kernel, consts, 1, time_major=True)
+    add("gae_tm_phase2", B.gae_kernel, consts, 1, time_major=True)
     consts = {**BASE, "BLOCK_N": 32, "BLOCK_T": 128, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True}
-    out["gae_tm_one_chunk"] = build(B.gae_kernel, consts, 8, time_major=True)
+    add("gae_tm_one_chunk", B.gae_kernel, consts, 8, time_major=True)
     consts = {**BASE, "BLOCK_N": 128, "BLOCK_T": 4, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": False}
-    out["gae_tm_one_warp"] = build(B.gae_kernel, consts, 1, time_major=True)
+    add("gae_tm_one_warp", B.gae_kernel, consts, 1, time_major=True)
     consts = dict(TRACES, BLOCK_N=32, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False)
-    out["traces_tm"] = build(F.forward_kernel, consts, 1, time_major=True)
+    add("traces_tm", F.forward_kernel, consts, 1, time_major=True)
     # the chunk loop pipelined 3 deep (launch._TM_STAGES): the next chunks' loads as cp.async
     consts = {**BASE, "HAS_TRUNC": False, "NV_MODE": 3, "BLOCK_N": 32, "BLOCK_T": 16, "PHASE": 0, "S_BLOCK": 1,
               "ONE_CHUNK": False, "STAGES": 3}
-    out["gae_tm_stages3"] = build(B.gae_kernel, consts, 1, time_major=True)
+    add("gae_tm_stages3", B.gae_kernel, consts, 1, time_major=True)
     consts = dict(TRACES, BLOCK_N=32, BLOCK_T=16, PHASE=0, S_BLOCK=1, ONE_CHUNK=False, STAGES=3)
-    out["traces_tm_stages3"] = build(F.forward_kernel, consts, 1, time_major=True)
-    return out
+    add("traces_tm_stages3", F.forward_kernel, consts, 1, time_major=True)
+    return dict(zip([key for key, _, _ in specs], run_builds([(args, kwargs) for _, args, kwargs in specs], jobs)))
+
+
+_SPECS: list = []  # the builds of run_builds, for its forked workers
+
+
+def _build_spec(i: int) -> dict:
+    args, kwargs = _SPECS[i]
+    return build(*args, **kwargs)
+
+
+def run_builds(specs: list, jobs: int = 1) -> list[dict]:
+    """``build(*args, **kwargs)`` for each ``(args, kwargs)`` of ``specs``, in order, in
+    ``jobs`` forked processes (the kernels and their constexprs are inherited, not pickled;
+    serially where ``fork`` is missing)."""
+    import multiprocessing
+
+    if jobs <= 1 or len(specs) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [build(*args, **kwargs) for args, kwargs in specs]
+    _SPECS[:] = specs
+    try:
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(specs))) as pool:
+            return pool.map(_build_spec, range(len(specs)), chunksize=1)
+    finally:
+        _SPECS.clear()
 
 
 def compile_all() -> tuple[int, list[str]]:
@@ -303,7 +358,10 @@ if __name__ == "__main__" and "--compile-all" in sys.argv:
 elif __name__ == "__main__" and "--json" in sys.argv:
     import json
 
-    print(json.dumps(static_checks()))
+    # --jobs N: build in N processes (default: one a CPU core this process may run on)
+    jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else \
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    print(json.dumps(static_checks(jobs)))
 elif __name__ == "__main__" and "--time-major" in sys.argv:
     # CleanRL's [T, N] storage: rows are the contiguous axis. The generic tiles (TIME_MAJOR
     # off: what such storage got before launch.plan_time_major), then the time-major tiles.
