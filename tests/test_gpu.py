@@ -267,6 +267,25 @@ def test_tiny_tiles(shape, name, dtype, monkeypatch):
     assert used and set(used) == {(per_thread, (8, 2, None, None, None)[k])}, used
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace"])
+@pytest.mark.parametrize("shape", [(3000, 6), (777, 7), (20001, 4), (5000, 8)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
+def test_desc_tiles(shape, name, dtype, monkeypatch):
+    """launch._desc_tiles at its defaults: batch-major rows of 4, 6 and 7 steps in descending
+    time (``GROUP_TILES = 6``, scanned forward) for GAE, TD(lambda), discounted returns,
+    V-trace and Retrace, and 8-step rows for TD(lambda)'s kernel only (the others keep time
+    order), float32 and float64 arithmetic, the bootstrap forms in turn, repeated so that a
+    replay runs too (Triton >= 3.7 keeps its group form)."""
+    from rltriton.kernels import launch
+
+    k = [(3000, 6), (777, 7), (20001, 4), (5000, 8)].index(shape)
+    used = _forced(monkeypatch, {}, name, shape, 17, "desc tiles", lambda pl, kw: kw["GROUP_TILES"], dtype=dtype,
+                   bootstrap=BOOTSTRAP_FORMS[k % 4])
+    desc = shape[1] % 8 != 0 or name in ("td_lambda", "discounted_returns")
+    want = True if launch._GROUP_TILES else (6 if desc else False)
+    assert used and set(used) == {want}, used
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(1000, 512), (504, 2048), (4008, 64), (4008, 20), (1000, 1000)],
                          ids=lambda s: f"{s[0]}x{s[1]}")
