@@ -65,8 +65,9 @@ _TINY_WARP_ELEMS_BY_FORM = {"retrace_actions": 32}
 # in descending time instead (GROUP_TILES = 6, scan.chunk_times) and scan forward: no flip of
 # the warp's lanes around the scan, for accesses that run backwards in memory and are
 # therefore scalar (a warp still reads whole rows). The forms of _DESC_FORMS take it on rows
-# whose length is not a multiple of 8; on rows of a multiple of 8 steps only those of
-# _DESC_ALIGNED_FORMS, as there the time-order tile reads 8-byte vectors (ROW_DIV).
+# whose length is not a multiple of 8; on 8-step rows only those of _DESC_ALIGNED_FORMS: the
+# rule is the A/B's below, where only TD(lambda)'s kernel gained at 8 steps (why 8-step rows,
+# ROW_DIV 8, differ from 6-step ones, ROW_DIV 2, was not profiled).
 # H200, Triton 3.6, device us, time order -> descending (benchmarks/ab.py,
 # 2026-12-02-h200-s22-ab-desc.txt), GAE / TD(lambda) / discounted returns / V-trace / Retrace:
 #   32768 x 4   2.1 / 2.0 / 2.0 / 2.5 / 2.3  ->  1.9 / 1.8 / 1.7 / 2.1 / 2.1
