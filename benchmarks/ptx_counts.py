@@ -191,6 +191,13 @@ def static_checks(jobs: int = 1) -> dict[str, dict]:
             consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
                       "GROUP_TILES": 4, "LAGGED": name == "retrace_av"}
             add(f"{name}_lanes_{bn}x{bt}", kern, consts, w)
+    # Retrace's own lanes tiles (launch._ROW_LANES_SHAPES): one warp, [16, 16] and [8, 32] (two
+    # rows a lane of each row's lanes) and [4, 64]
+    kern, extra = KERNELS["retrace"]
+    for bn, bt in ((16, 16), (8, 32), (4, 64)):
+        consts = {**BASE, **extra, "BLOCK_N": bn, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                  "GROUP_TILES": 4}
+        add(f"retrace_lanes_{bn}x{bt}_w1", kern, consts, 1)
     # time-major lanes tiles (GROUP_TILES = 5, launch._TM_LANES) on time-major storage: 64 rows
     # by 64 steps on 8 warps (32 steps on 8 warps for the lagged forms, as their plans bound)
     for name, (kern, extra) in KERNELS.items():

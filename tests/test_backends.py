@@ -1088,9 +1088,18 @@ def test_rows_beyond_int32_times(name, monkeypatch):
         launch.clear_caches()
 
 
+# the tiles' own shapes (launch._ROW_LANES_SHAPES) per form: none, so every form takes
+# _ROW_LANES_WARPS's, or Retrace's one-warp tiles (two rows a lane at 16 and 32 steps) for all
+_LANE_SHAPES = {"warps": ({}, {(4, True, 32, 16), (4, True, 16, 32), (4, True, 8, 64)}),
+                "one-warp": ({f: {16: (1, 2), 32: (1, 2), 64: (1, 1)} for f in ("gae", "td_lambda", "vtrace", "retrace",
+                                                                                 "retrace_actions")},
+                             {(4, True, 16, 16), (4, True, 8, 32), (4, True, 4, 64)})}
+
+
+@pytest.mark.parametrize("shapes", sorted(_LANE_SHAPES))
 @pytest.mark.parametrize("lanes_last", [False, True], ids=["lanes-first", "lanes-last"])
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
-def test_lane_tiles(name, lanes_last, monkeypatch, poisoned):
+def test_lane_tiles(name, lanes_last, shapes, monkeypatch, poisoned):
     """launch._ROW_LANES: short rows across a few lanes each (``GROUP_TILES = 4``,
     scan.lane_scan): 4 lanes a row (16-step tiles: T = 9, padded inside the tile) and 8
     (T = 32, one column of groups a thread; T = 63, two columns and a padded step), every
@@ -1098,23 +1107,27 @@ def test_lane_tiles(name, lanes_last, monkeypatch, poisoned):
     the lagged algebra), a last tile of fewer rows, against the float64 reference, in both
     axis orders of the tile (``scan.LANES_LAST``: Triton 3.6's and 3.8's). Every form takes
     the tiles here (the plans give them to TD(lambda), GAE and V-trace only), so the kernel
-    code is checked for all of them."""
+    code is checked for all of them. ``shapes``: the tiles' warps and rows a lane as
+    ``_ROW_LANES_WARPS`` gives them (32 x 4 warps / 4 lanes rows of 16 steps; 16 rows of 32
+    steps; 32 x 2 warps / 8 rows of 64), or on one warp with two rows a lane at 16 and 32 steps
+    (Retrace's default, ``_ROW_LANES_SHAPES``: 16, 8 and 4 rows)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     import triton.language as tl
 
     from rltriton.kernels import scan
 
+    own, want = _LANE_SHAPES[shapes]
     monkeypatch.setattr(scan, "LANES_LAST", tl.constexpr(lanes_last))
     monkeypatch.setattr(poisoned, "_ROW_LANES", True)
     monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0)
     monkeypatch.setattr(poisoned, "_ROW_LANES_MAX_T", dict.fromkeys(poisoned._FORMS, 64))
+    monkeypatch.setattr(poisoned, "_ROW_LANES_SHAPES", own)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.lanes, pl.block_n, pl.block_t))
     poisoned.clear_caches()
     try:
         check_short_row_forms(name, ((37, 9), (20, 32), (11, 63)), monkeypatch, poisoned)
-        # 32 x 4 warps / 4 lanes rows of 16 steps; 16 rows of 32 steps; 32 x 2 warps / 8 rows of 64
-        assert set(seen) == {(4, True, 32, 16), (4, True, 16, 32), (4, True, 8, 64)}, seen
+        assert set(seen) == want, seen
     finally:
         poisoned.clear_caches()
 
@@ -1357,6 +1370,16 @@ def test_lane_tiles_reach(monkeypatch):
     sms = launch._DEFAULT_SMS
     rows = 16 * sms  # 16-row tiles of 32 steps on 4 warps: one program an SM
     assert _row_lanes_plan(rows, 32, sms, "gae") is not None and _row_lanes_plan(rows - 16, 32, sms, "gae") is None
+    # a form's own shapes (_ROW_LANES_SHAPES: warps, rows a lane): Retrace's one-warp tiles
+    monkeypatch.setattr(launch, "_ROW_LANES_MAX_T", {"gae": 32, "retrace": 64})
+    monkeypatch.setattr(launch, "_ROW_LANES_SHAPES", {"retrace": {16: (1, 2), 32: (1, 2), 64: (1, 1)}})
+    launch.clear_caches()
+    assert tuple(plan_for(32768, 64, cpu, form="retrace"))[:3] == (4, 64, 1)  # 8 lanes a row, one row each
+    assert tuple(plan_for(32768, 32, cpu, form="retrace"))[:3] == (8, 32, 1)  # 8 lanes a row, two rows each
+    assert tuple(plan_for(32768, 16, cpu, form="retrace"))[:3] == (16, 16, 1)  # 4 lanes a row, two rows each
+    assert tuple(plan_for(32768, 32, cpu, form="gae"))[:3] == (16, 32, 4)  # the others keep _ROW_LANES_WARPS
+    assert _row_lanes_plan(8 * sms, 32, sms, "retrace") is not None
+    assert _row_lanes_plan(8 * sms - 8, 32, sms, "retrace") is None  # fewer programs than SMs
     monkeypatch.setattr(launch, "_ROW_LANES", False)
     assert _row_lanes_plan(32768, 32, sms, "gae") is None
     launch.clear_caches()

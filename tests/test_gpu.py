@@ -198,14 +198,19 @@ def test_group_scan_flat(shape, name, monkeypatch):
 @pytest.mark.parametrize("shape", [(32768, 16), (4500, 32), (9000, 63), (1000, 33), (300, 20), (8448, 64)],
                          ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_lane_tiles(shape, name, dtype, monkeypatch):
+@pytest.mark.parametrize("shapes", ["warps", "one-warp"])
+def test_lane_tiles(shape, name, dtype, shapes, monkeypatch):
     """launch._ROW_LANES forced onto every form at 16-64 steps, however few the rows: rows
     across 4 or 8 lanes each (``GROUP_TILES = 4``), one and two columns of groups a thread,
     rows filling their tile and padded inside it, a last tile of fewer rows, the bootstrap
-    forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs too."""
+    forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs too; the
+    tiles' warps as ``_ROW_LANES_WARPS`` gives them, or one warp with two rows a lane at 16
+    and 32 steps (Retrace's default, ``_ROW_LANES_SHAPES``), for every form."""
     from rltriton.kernels import launch
 
-    settings = {"_ROW_LANES": True, "_ROW_LANES_MIN_PROGRAMS": 0, "_ROW_LANES_MAX_T": dict.fromkeys(launch._FORMS, 64)}
+    own = {} if shapes == "warps" else dict.fromkeys(launch._FORMS, {16: (1, 2), 32: (1, 2), 64: (1, 1)})
+    settings = {"_ROW_LANES": True, "_ROW_LANES_MIN_PROGRAMS": 0, "_ROW_LANES_MAX_T": dict.fromkeys(launch._FORMS, 64),
+                "_ROW_LANES_SHAPES": own}
     k = [(32768, 16), (4500, 32), (9000, 63), (1000, 33), (300, 20), (8448, 64)].index(shape)
     used = _forced(monkeypatch, settings, name, shape, 12, "lanes", lambda pl, kw: kw["GROUP_TILES"], dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])

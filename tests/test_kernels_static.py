@@ -216,6 +216,26 @@ def test_lane_tiles(counts, name):
     assert launch._ROW_LANES == (launch._triton_version() < (3, 7)), triton.__version__
 
 
+@pytest.mark.parametrize("tile", ["16x16", "8x32", "4x64"])
+def test_retrace_lane_tiles(counts, tile, monkeypatch):
+    """Retrace's own lanes tiles (launch._ROW_LANES_SHAPES: one warp, two rows a lane of each
+    row's lanes at 16 and 32 steps) keep the lanes tiles' properties: no reverse scan, vector
+    loads, no shared memory or barrier; and they are what the planner gives Retrace."""
+    import torch
+
+    from rltriton.kernels import launch
+
+    st = counts[f"retrace_lanes_{tile}_w1"]
+    assert st["reverse_scans"] == 0 and st["v4"] >= 3, st
+    assert st["sts"] == st["lds"] == st["bar"] == 0, st
+    bn, bt = (int(x) for x in tile.split("x"))
+    monkeypatch.setattr(launch, "_ROW_LANES", True)  # (the default on Triton < 3.7 only)
+    launch.clear_caches()
+    pl = launch.plan_for(bn * launch._DEFAULT_SMS, bt, torch.device("cpu"), form="retrace")
+    launch.clear_caches()
+    assert pl.lanes and (pl.block_n, pl.block_t, pl.num_warps) == (bn, bt, 1), pl
+
+
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av", "traces"])
 def test_tm_lanes_tiles(counts, name):
     """The time-major lanes tiles (``GROUP_TILES = 5``, launch._TM_LANES) on time-major

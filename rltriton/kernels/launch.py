@@ -540,8 +540,14 @@ _FLAT_SEGMENTED = True
 # 7 timed within 1.25x of the floor for GAE and V-trace at most shapes.
 _ROW_LANES = _triton_version() < (3, 7)
 _ROW_LANES_MIN_T = 16
-_ROW_LANES_MAX_T = {"gae": 32, "td_lambda": 64, "vtrace": 32}
+_ROW_LANES_MAX_T = {"gae": 32, "td_lambda": 64, "vtrace": 32, "retrace": 64}
 _ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
+# A form's own (warps, rows a lane holds of each of its rows' lanes) by the tile's steps, in
+# place of _ROW_LANES_WARPS's warps and one row. Retrace's sampled form (SWEEP_LANES=1
+# benchmarks/sweep.py, 2026-12-02-h200-s23 notes), device us, default -> lanes tiles of one
+# warp: 16384 x 64 6.2 -> 4.5 ([4, 64]; 5.2 on 2 warps), 8192 x 64 3.9 -> 3.4, 32768 x 32
+# 5.4 -> 4.7 ([8, 32], two rows a lane; 5.1 on 2 warps), 16384 x 32 3.9 -> 3.3.
+_ROW_LANES_SHAPES: dict[str, dict[int, tuple[int, int]]] = {"retrace": {16: (1, 2), 32: (1, 2), 64: (1, 1)}}
 _ROW_LANES_MIN_PROGRAMS = 1.0
 
 
@@ -553,8 +559,8 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     p2 = _next_pow2(max(T, 1))
     if not max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
         return None
-    warps = _ROW_LANES_WARPS.get(p2, 4)
-    block_n = 32 * warps // lanes_per_row(p2)
+    warps, per_lane = _ROW_LANES_SHAPES.get(form, {}).get(p2, (_ROW_LANES_WARPS.get(p2, 4), 1))
+    block_n = 32 * warps * per_lane // lanes_per_row(p2)
     if _cdiv(R, block_n) < _ROW_LANES_MIN_PROGRAMS * sms:
         return None
     return Plan(block_n, p2, warps, 1, p2, lanes=True)
