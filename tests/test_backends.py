@@ -1239,13 +1239,15 @@ def test_tm_div(name, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("k64", [8, 4], ids=["k8", "k4"])
 @pytest.mark.parametrize("name", ESTIMATORS)
-def test_tm_lanes_tiles(name, monkeypatch, poisoned):
+def test_tm_lanes_tiles(name, k64, monkeypatch, poisoned):
     """launch._TM_LANES: time-major rows along the lanes, time along the warps, K consecutive
     steps a thread (``GROUP_TILES = 5``, scan.tm_lanes_scan): 8-step tiles on 2 warps and 16 on
     4, 4 steps a thread (T = 7 and 9, padded inside the tile; rows short of a tile), 32 on 8
-    (a whole tile of rows), 64 on 8 warps, 8 steps a thread (T = 63 over two row programs, the
-    last partial), the bootstrap forms in turn, truncations and
+    (a whole tile of rows), 64 on 8 warps, 8 steps a thread, or on 16, 4 steps a thread
+    (``k64``, launch._TM_LANES_STEPS: the lagged forms' default) (T = 63 over two row programs,
+    the last partial), the bootstrap forms in turn, truncations and
     terminations, both Retrace kernel forms with and without the lagged algebra, NaN-poisoned
     outputs, against the float64 reference. Every form takes the tiles here, the forward scans
     too (the plans give Retrace's action form 32-step tiles only, launch._TM_LANES_FORM_BOUNDS),
@@ -1255,7 +1257,9 @@ def test_tm_lanes_tiles(name, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_TM_LANES", True)
     monkeypatch.setattr(poisoned, "_TM_LANES_MIN_PROGRAMS", 0)
     monkeypatch.setattr(poisoned, "_TM_LANES_FORM_BOUNDS", {})
+    monkeypatch.setattr(poisoned, "_TM_LANES_TILE_BOUNDS", {})
     monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys((*poisoned._FORMS, "forward"), 64))
+    monkeypatch.setattr(poisoned, "_TM_LANES_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), k64))
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
                                                              pl.block_n, pl.block_t))
     poisoned.clear_caches()
@@ -1263,7 +1267,7 @@ def test_tm_lanes_tiles(name, monkeypatch, poisoned):
         check_short_row_forms(name, ((20, 7), (70, 63), (64, 30), (30, 9)), monkeypatch, poisoned, time_major=True,
                               rotate=True)
         # the tile of each shape, whose bootstrap form (in turn) the action form may not take
-        tiles = [(5, 2, 64, 8), (5, 8, 64, 64), (5, 8, 64, 32), (5, 4, 64, 16)]
+        tiles = [(5, 2, 64, 8), (5, 64 // k64, 64, 64), (5, 8, 64, 32), (5, 4, 64, 16)]
         expected = {t for t, b in zip(tiles, BOOTSTRAP_FORMS) if not (name == "retrace_av" and b == "next_values")}
         assert set(seen) == expected, seen
     finally:
@@ -1337,6 +1341,18 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert _tm_lanes_plan(rows, 32, sms, "gae") is not None and _tm_lanes_plan(rows - 128, 32, sms, "gae") is None
     assert _tm_lanes_plan(64 * 2 * sms, 128, sms, "gae") is not None
     assert _tm_lanes_plan(64 * 2 * sms + 64, 128, sms, "gae") is None  # 128 steps: at most 2 programs an SM
+    # the lagged forms' 64-step tiles: 4 steps a thread (_TM_LANES_STEPS), V-trace's on 0.75 to
+    # 2 programs an SM (_TM_LANES_TILE_BOUNDS), Retrace's on any number from a quarter
+    monkeypatch.setattr(launch, "_TM_LANES_MAX_T", {**launch._TM_LANES_MAX_T, "vtrace": 64, "retrace": 64})
+    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": 4, "retrace": 4})
+    monkeypatch.setattr(launch, "_TM_LANES_TILE_BOUNDS", {("vtrace", 64): (0.75, 2.0)})
+    launch.clear_caches()
+    for form, R, taken in (("vtrace", 16384, True), ("vtrace", 8192, True), ("vtrace", 32768, False),
+                           ("vtrace", 4096, False), ("retrace", 32768, True), ("retrace", 4096, True)):
+        pl = plan_for(R, 64, cpu, time_major=True, form=form)
+        assert pl.tm_lanes == taken and (not taken or pl.num_warps == 16), (form, R, pl)
+    assert _tm_lanes_plan(64 * 2 * sms, 64, sms, "vtrace") and not _tm_lanes_plan(64 * 2 * sms + 64, 64, sms, "vtrace")
+    assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 8  # 32-step tiles: no bounds
     monkeypatch.setattr(launch, "_TM_LANES", False)
     assert _tm_lanes_plan(16384, 32, sms, "gae") is None
     launch.clear_caches()

@@ -82,6 +82,7 @@ MODES = {
     # time-major rows along the lanes, time along the warps (launch._TM_LANES, GROUP_TILES = 5)
     # for every form, at 40 steps: 8 steps a thread on 8 warps, the tile padded
     "time-major-lanes": dict(small=False, _TM_LANES=True, _TM_LANES_MIN_PROGRAMS=0, _TM_LANES_FORM_BOUNDS={},
+                             _TM_LANES_TILE_BOUNDS={},
                              _TM_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace",
                                                             "retrace_actions", "forward"), 64)),
 }

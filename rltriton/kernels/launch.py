@@ -588,7 +588,7 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
 # was timed.
 _TM_LANES = True
 _TM_LANES_MIN_T = 8
-_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32, "retrace_actions": 32,
+_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 64, "retrace": 64, "retrace_actions": 32,
                    "forward": 128}
 # Retrace's action form takes them at 32 steps only, from 0.75 programs an SM (its entry: the
 # shortest tile, the fewest programs an SM, in place of _TM_LANES_MIN_T and
@@ -601,7 +601,20 @@ _TM_LANES_FORM_BOUNDS = {"retrace_actions": (32, 0.75)}
 _TM_LANES_ROWS = 64
 _TM_LANES_MIN_PROGRAMS = 0.25  # programs an SM
 _TM_LANES_MAX_PROGRAMS_128 = 2.0
-_TM_LANES_STEPS: dict[str, int] = {}  # steps a thread beyond 32-step tiles, by form (8 otherwise)
+# steps a thread beyond 32-step tiles, by form (8 otherwise). The lagged forms (V-trace,
+# Retrace's sampled form) take 64-step tiles with 4 (16 warps). H200, Triton 3.6
+# (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-lanes-lagged.txt), time-major tiles -> these, us:
+# Retrace 16384 x 64 7.9 -> 5.6 (batch-major 4.6), 32768 x 64 15.4 -> 14.8, 8192 x 64 4.6 ->
+# 4.4, 4096 x 64 3.4 -> 3.3; V-trace 16384 x 64 10.3 -> 7.2 (batch-major 5.8), 8192 x 64 4.4
+# -> 4.4, but 32768 x 64 13.3 -> 18.2 and 4096 x 64 3.5 -> 3.8 (session 19 likewise: 10.2 ->
+# 7.4, 13.0 -> 18.7), hence V-trace's bounds in _TM_LANES_TILE_BOUNDS. 128-step tiles with 4
+# (32 warps) or 8 lost at most shapes (Retrace 16384 x 128 14.7 -> 17.6 and 18.8, 4096 x 128
+# 5.2 -> 5.6; V-trace 16384 x 128 18.4 -> 27.8), though Retrace 8192 x 128 8.4 -> 6.8.
+_TM_LANES_STEPS: dict[str, int] = {"vtrace": 4, "retrace": 4}
+# (fewest, most) programs an SM of a form's tiles of a number of steps, where they are its
+# own: in place of _TM_LANES_MIN_PROGRAMS (or the form's _TM_LANES_FORM_BOUNDS) and no upper
+# bound (_TM_LANES_MAX_PROGRAMS_128 at 128 steps). See _TM_LANES_STEPS.
+_TM_LANES_TILE_BOUNDS: dict[tuple[str, int], tuple[float, float]] = {("vtrace", 64): (0.75, 2.0)}
 
 
 def _tm_lanes_steps(p2: int, form: str) -> int:
@@ -614,7 +627,8 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     form ``form`` (None: never): a row of ``_TM_LANES_MIN_T`` to the form's ``_TM_LANES_MAX_T``
     steps as one chunk, with rows for ``_TM_LANES_MIN_PROGRAMS`` programs an SM or more (at 128
     steps, at most ``_TM_LANES_MAX_PROGRAMS_128``; a form in ``_TM_LANES_FORM_BOUNDS`` has its
-    own shortest tile and fewest programs); else None.
+    own shortest tile and fewest programs, and a (form, steps) of ``_TM_LANES_TILE_BOUNDS``
+    its own fewest and most programs); else None.
 
     Longer rows keep the time-major tiles: these tiles in 64- or 128-step chunks, walked in a
     loop or split in time, were up to 3.5x slower (16384 x 512 GAE 41 -> 143 us; every step
@@ -628,7 +642,9 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     if not min_t <= p2 <= _TM_LANES_MAX_T[form]:
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
-    if programs < min_programs * sms or (p2 >= 128 and programs > _TM_LANES_MAX_PROGRAMS_128 * sms):
+    max_programs = _TM_LANES_MAX_PROGRAMS_128 if p2 >= 128 else float("inf")
+    min_programs, max_programs = _TM_LANES_TILE_BOUNDS.get((form, p2), (min_programs, max_programs))
+    if programs < min_programs * sms or programs > max_programs * sms:
         return None
     warps = p2 // _tm_lanes_steps(p2, form)
     return Plan(_TM_LANES_ROWS, p2, warps, 1, p2, tm_lanes=True)
