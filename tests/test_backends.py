@@ -1239,15 +1239,16 @@ def test_tm_div(name, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
-@pytest.mark.parametrize("k64", [8, 4], ids=["k8", "k4"])
+@pytest.mark.parametrize("steps", [(4, 8), (2, 4)], ids=["k4-k8", "k2-k4"])
 @pytest.mark.parametrize("name", ESTIMATORS)
-def test_tm_lanes_tiles(name, k64, monkeypatch, poisoned):
+def test_tm_lanes_tiles(name, steps, monkeypatch, poisoned):
     """launch._TM_LANES: time-major rows along the lanes, time along the warps, K consecutive
     steps a thread (``GROUP_TILES = 5``, scan.tm_lanes_scan): 8-step tiles on 2 warps and 16 on
     4, 4 steps a thread (T = 7 and 9, padded inside the tile; rows short of a tile), 32 on 8
-    (a whole tile of rows), 64 on 8 warps, 8 steps a thread, or on 16, 4 steps a thread
-    (``k64``, launch._TM_LANES_STEPS: the lagged forms' default) (T = 63 over two row programs,
-    the last partial), the bootstrap forms in turn, truncations and
+    (a whole tile of rows), 64 on 8 warps, 8 steps a thread (T = 63 over two row programs, the
+    last partial); or (``steps``: launch._TM_LANES_SHORT_STEPS and _TM_LANES_STEPS, V-trace's
+    default and the lagged forms' at 64 steps) each on twice the warps, 2 steps a thread up to
+    32-step tiles and 4 beyond; the bootstrap forms in turn, truncations and
     terminations, both Retrace kernel forms with and without the lagged algebra, NaN-poisoned
     outputs, against the float64 reference. Every form takes the tiles here, the forward scans
     too (the plans give Retrace's action form 32-step tiles only, launch._TM_LANES_FORM_BOUNDS),
@@ -1259,7 +1260,9 @@ def test_tm_lanes_tiles(name, k64, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_TM_LANES_FORM_BOUNDS", {})
     monkeypatch.setattr(poisoned, "_TM_LANES_TILE_BOUNDS", {})
     monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys((*poisoned._FORMS, "forward"), 64))
-    monkeypatch.setattr(poisoned, "_TM_LANES_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), k64))
+    short, long = steps
+    monkeypatch.setattr(poisoned, "_TM_LANES_SHORT_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), short))
+    monkeypatch.setattr(poisoned, "_TM_LANES_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), long))
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
                                                              pl.block_n, pl.block_t))
     poisoned.clear_caches()
@@ -1267,7 +1270,7 @@ def test_tm_lanes_tiles(name, k64, monkeypatch, poisoned):
         check_short_row_forms(name, ((20, 7), (70, 63), (64, 30), (30, 9)), monkeypatch, poisoned, time_major=True,
                               rotate=True)
         # the tile of each shape, whose bootstrap form (in turn) the action form may not take
-        tiles = [(5, 2, 64, 8), (5, 64 // k64, 64, 64), (5, 8, 64, 32), (5, 4, 64, 16)]
+        tiles = [(5, 8 // short, 64, 8), (5, 64 // long, 64, 64), (5, 32 // short, 64, 32), (5, 16 // short, 64, 16)]
         expected = {t for t, b in zip(tiles, BOOTSTRAP_FORMS) if not (name == "retrace_av" and b == "next_values")}
         assert set(seen) == expected, seen
     finally:
@@ -1315,7 +1318,7 @@ def test_tm_lanes_tiles_reach(monkeypatch):
                        "_TM_LANES_MAX_PROGRAMS_128": 2.0,
                        "_TM_LANES_MAX_T": {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32,
                                            "retrace_actions": 32, "forward": 128},
-                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}}.items():
+                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}, "_TM_LANES_SHORT_STEPS": {}}.items():
         monkeypatch.setattr(launch, key, value)
     launch.clear_caches()
     cpu = torch.device("cpu")
@@ -1353,6 +1356,11 @@ def test_tm_lanes_tiles_reach(monkeypatch):
         assert pl.tm_lanes == taken and (not taken or pl.num_warps == 16), (form, R, pl)
     assert _tm_lanes_plan(64 * 2 * sms, 64, sms, "vtrace") and not _tm_lanes_plan(64 * 2 * sms + 64, 64, sms, "vtrace")
     assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 8  # 32-step tiles: no bounds
+    monkeypatch.setattr(launch, "_TM_LANES_SHORT_STEPS", {"vtrace": 2})  # up to 32-step tiles, by form
+    launch.clear_caches()
+    assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 16
+    assert plan_for(32768, 8, cpu, time_major=True, form="vtrace").num_warps == 4
+    assert plan_for(32768, 32, cpu, time_major=True, form="retrace").num_warps == 8
     monkeypatch.setattr(launch, "_TM_LANES", False)
     assert _tm_lanes_plan(16384, 32, sms, "gae") is None
     launch.clear_caches()

@@ -224,7 +224,7 @@ def test_lane_tiles(shape, name, dtype, shapes, monkeypatch):
 def test_tm_lanes_tiles(shape, name, dtype, monkeypatch):
     """launch._TM_LANES forced onto every form (the forward scans too) at 8-128 steps of
     time-major storage, however few the rows: rows along the lanes and time along the warps
-    (``GROUP_TILES = 5``), 4 and 8 steps a thread on 2-32 warps, rows filling their tiles and
+    (``GROUP_TILES = 5``), 2, 4 and 8 steps a thread on 2-32 warps, rows filling their tiles and
     padded inside them, a last tile of fewer rows, the bootstrap forms in turn, float32 and
     bfloat16 inputs, repeated so that a replay runs too."""
     from rltriton.kernels import launch

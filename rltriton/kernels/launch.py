@@ -611,6 +611,12 @@ _TM_LANES_MAX_PROGRAMS_128 = 2.0
 # (32 warps) or 8 lost at most shapes (Retrace 16384 x 128 14.7 -> 17.6 and 18.8, 4096 x 128
 # 5.2 -> 5.6; V-trace 16384 x 128 18.4 -> 27.8), though Retrace 8192 x 128 8.4 -> 6.8.
 _TM_LANES_STEPS: dict[str, int] = {"vtrace": 4, "retrace": 4}
+# steps a thread of tiles of at most 32 steps, by form (4 otherwise). V-trace takes 2, twice the
+# warps. H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-k2.txt), time-major
+# lanes tiles, 4 -> 2 steps a thread, us: 4096 x 8 1.8 -> 1.5, 32768 x 8 2.8 -> 2.5, 16384 x
+# 16 2.9 -> 2.7, 4096 x 32 2.9 -> 2.6, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, 4096 x 20
+# 2.7 -> 2.4, none slower; Retrace's sampled form was mixed (32768 x 32 4.9 -> 6.0).
+_TM_LANES_SHORT_STEPS: dict[str, int] = {"vtrace": 2}
 # (fewest, most) programs an SM of a form's tiles of a number of steps, where they are its
 # own: in place of _TM_LANES_MIN_PROGRAMS (or the form's _TM_LANES_FORM_BOUNDS) and no upper
 # bound (_TM_LANES_MAX_PROGRAMS_128 at 128 steps). See _TM_LANES_STEPS.
@@ -619,7 +625,7 @@ _TM_LANES_TILE_BOUNDS: dict[tuple[str, int], tuple[float, float]] = {("vtrace", 
 
 def _tm_lanes_steps(p2: int, form: str) -> int:
     """Consecutive steps a thread of a time-major lanes tile of ``p2`` steps (a power of two)."""
-    return min(p2, 4 if p2 <= 32 else _TM_LANES_STEPS.get(form, 8))
+    return min(p2, _TM_LANES_SHORT_STEPS.get(form, 4) if p2 <= 32 else _TM_LANES_STEPS.get(form, 8))
 
 
 def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
