@@ -1263,6 +1263,7 @@ def test_tm_lanes_tiles(name, steps, monkeypatch, poisoned):
     short, long = steps
     monkeypatch.setattr(poisoned, "_TM_LANES_SHORT_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), short))
     monkeypatch.setattr(poisoned, "_TM_LANES_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), long))
+    monkeypatch.setattr(poisoned, "_TM_LANES_FEW_STEPS", {})
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
                                                              pl.block_n, pl.block_t))
     poisoned.clear_caches()
@@ -1308,7 +1309,9 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     more (at 128 steps, at most two programs an SM): not batch-major rows, not 4-step rows,
     not rows too few, not a form without a bound, not float64 arithmetic (no form then), not
     with ``_TM_LANES`` off. Retrace's action form (launch._TM_LANES_FORM_BOUNDS) takes
-    32-step tiles only (rows of 17-32 steps), from 0.75 programs an SM."""
+    32-step tiles only (rows of 17-32 steps) under a bound of 32, from 0.75 programs an SM; the
+    lagged forms' 64-step tiles, V-trace's bounds of its own (_TM_LANES_TILE_BOUNDS), the steps
+    a thread by form and on few programs (_TM_LANES_SHORT_STEPS, _TM_LANES_FEW_STEPS)."""
     import torch
 
     from rltriton.kernels import launch
@@ -1318,7 +1321,8 @@ def test_tm_lanes_tiles_reach(monkeypatch):
                        "_TM_LANES_MAX_PROGRAMS_128": 2.0,
                        "_TM_LANES_MAX_T": {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32,
                                            "retrace_actions": 32, "forward": 128},
-                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}, "_TM_LANES_SHORT_STEPS": {}}.items():
+                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}, "_TM_LANES_SHORT_STEPS": {},
+                       "_TM_LANES_FEW_STEPS": {}}.items():
         monkeypatch.setattr(launch, key, value)
     launch.clear_caches()
     cpu = torch.device("cpu")
@@ -1346,12 +1350,14 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert _tm_lanes_plan(64 * 2 * sms + 64, 128, sms, "gae") is None  # 128 steps: at most 2 programs an SM
     # the lagged forms' 64-step tiles: 4 steps a thread (_TM_LANES_STEPS), V-trace's on 0.75 to
     # 2 programs an SM (_TM_LANES_TILE_BOUNDS), Retrace's on any number from a quarter
-    monkeypatch.setattr(launch, "_TM_LANES_MAX_T", {**launch._TM_LANES_MAX_T, "vtrace": 64, "retrace": 64})
-    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": 4, "retrace": 4})
+    monkeypatch.setattr(launch, "_TM_LANES_MAX_T", {**launch._TM_LANES_MAX_T, "vtrace": 64, "retrace": 64,
+                                                    "retrace_actions": 64})
+    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": 4, "retrace": 4, "retrace_actions": 4})
     monkeypatch.setattr(launch, "_TM_LANES_TILE_BOUNDS", {("vtrace", 64): (0.75, 2.0)})
     launch.clear_caches()
     for form, R, taken in (("vtrace", 16384, True), ("vtrace", 8192, True), ("vtrace", 32768, False),
-                           ("vtrace", 4096, False), ("retrace", 32768, True), ("retrace", 4096, True)):
+                           ("vtrace", 4096, False), ("retrace", 32768, True), ("retrace", 4096, True),
+                           ("retrace_actions", 16384, True), ("retrace_actions", 4096, False)):
         pl = plan_for(R, 64, cpu, time_major=True, form=form)
         assert pl.tm_lanes == taken and (not taken or pl.num_warps == 16), (form, R, pl)
     assert _tm_lanes_plan(64 * 2 * sms, 64, sms, "vtrace") and not _tm_lanes_plan(64 * 2 * sms + 64, 64, sms, "vtrace")
@@ -1361,6 +1367,14 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 16
     assert plan_for(32768, 8, cpu, time_major=True, form="vtrace").num_warps == 4
     assert plan_for(32768, 32, cpu, time_major=True, form="retrace").num_warps == 8
+    # fewer steps a thread on few programs (_TM_LANES_FEW_STEPS): GAE's 64-step tiles on at
+    # most one program an SM take 4 (16 warps), on more the form's 8
+    monkeypatch.setattr(launch, "_TM_LANES_FEW_STEPS", {("gae", 64): (1.0, 4)})
+    launch.clear_caches()
+    assert _tm_lanes_plan(64 * sms, 64, sms, "gae").num_warps == 16
+    assert _tm_lanes_plan(64 * sms + 64, 64, sms, "gae").num_warps == 8
+    assert _tm_lanes_plan(64 * sms, 64, sms, "td_lambda").num_warps == 8
+    assert _tm_lanes_plan(64 * sms, 128, sms, "gae").num_warps == 16  # (128 steps: the form's 8)
     monkeypatch.setattr(launch, "_TM_LANES", False)
     assert _tm_lanes_plan(16384, 32, sms, "gae") is None
     launch.clear_caches()

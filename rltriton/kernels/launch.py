@@ -579,30 +579,34 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
 # as one chunk in a prototype, 2026-12-01-h200-s19-proto-tm-lanes.txt; 21 -> 46 in chunks of
 # 64), hence _TM_LANES_MAX_PROGRAMS_128. V-trace and Retrace (the lagged scan, a
 # 4-tuple in registers) gain up to 32 steps (V-trace 32768 x 8 3.5 -> 2.9, Retrace 32768 x 32
-# 7.1 -> 5.0) and lose from 64 (V-trace 32768 x 64 13.2 -> 26.5; with 4 steps a thread,
-# _TM_LANES_STEPS, mixed: 16384 x 64 10.2 -> 7.4 but 32768 x 64 13.0 -> 18.7), hence the
-# bounds by form (_TM_LANES_MAX_T; Retrace's action form below). On for every Triton
+# 7.1 -> 5.0) and lose from 64 with 8 steps a thread (V-trace 32768 x 64 13.2 -> 26.5); at 64
+# they take 4 since session 23 (_TM_LANES_STEPS, V-trace within _TM_LANES_TILE_BOUNDS), hence
+# the bounds by form (_TM_LANES_MAX_T; Retrace's action form below). On for every Triton
 # version: the rows' contiguity, not a tie between axes, decides the layout, and Triton 3.8
 # builds the same one (tests/test_kernels_static.py::test_tm_lanes_tiles; GAE [64, 64] on 8
 # warps: 80 registers and 52 SASS instructions an element with 3.6 and 3.8), though only 3.6
 # was timed.
 _TM_LANES = True
 _TM_LANES_MIN_T = 8
-_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 64, "retrace": 64, "retrace_actions": 32,
+_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 64, "retrace": 64, "retrace_actions": 64,
                    "forward": 128}
-# Retrace's action form takes them at 32 steps only, from 0.75 programs an SM (its entry: the
-# shortest tile, the fewest programs an SM, in place of _TM_LANES_MIN_T and
+# Retrace's action form takes them at 32 and 64 steps only, from 0.75 programs an SM (its entry:
+# the shortest tile, the fewest programs an SM, in place of _TM_LANES_MIN_T and
 # _TM_LANES_MIN_PROGRAMS). H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s22-ab-av.txt),
 # time-major tiles -> these, us: 8192 x 32 5.1 -> 4.6, 16384 x 32 14.7 -> 6.6, 32768 x 32
 # 27.0 -> 18.7 (batch-major: 6.6 and 18.8); but 4096 x 32 3.5 -> 3.8, 8192 x 8 2.7 -> 3.3,
-# 4096 x 8 2.2 -> 3.0, 16384 x 16 equal; at 64 steps 4096 x 64 5.2 -> 7.7, 32768 x 64 40.0 ->
-# 51.7; at 128 4096 x 128 8.0 -> 11.2, though 16384 x 128 51.3 -> 41.9.
+# 4096 x 8 2.2 -> 3.0, 16384 x 16 equal; at 64 steps, 8 steps a thread, 4096 x 64 5.2 -> 7.7,
+# 32768 x 64 40.0 -> 51.7; at 128 4096 x 128 8.0 -> 11.2, though 16384 x 128 51.3 -> 41.9.
+# With 4 steps a thread at 64 (_TM_LANES_STEPS; 2026-12-02-h200-s23-ab-tm-few.txt): 16384 x 64
+# 27.6 -> 20.4 (batch-major 17.9), 8192 x 40 6.2 -> 5.5, 32768 x 64 39.8 -> 39.3, 8192 x 64
+# equal (7.2).
 _TM_LANES_FORM_BOUNDS = {"retrace_actions": (32, 0.75)}
 _TM_LANES_ROWS = 64
 _TM_LANES_MIN_PROGRAMS = 0.25  # programs an SM
 _TM_LANES_MAX_PROGRAMS_128 = 2.0
 # steps a thread beyond 32-step tiles, by form (8 otherwise). The lagged forms (V-trace,
-# Retrace's sampled form) take 64-step tiles with 4 (16 warps). H200, Triton 3.6
+# Retrace's sampled form; the action form's below _TM_LANES_FORM_BOUNDS) take 64-step tiles
+# with 4 (16 warps). H200, Triton 3.6
 # (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-lanes-lagged.txt), time-major tiles -> these, us:
 # Retrace 16384 x 64 7.9 -> 5.6 (batch-major 4.6), 32768 x 64 15.4 -> 14.8, 8192 x 64 4.6 ->
 # 4.4, 4096 x 64 3.4 -> 3.3; V-trace 16384 x 64 10.3 -> 7.2 (batch-major 5.8), 8192 x 64 4.4
@@ -610,13 +614,22 @@ _TM_LANES_MAX_PROGRAMS_128 = 2.0
 # 7.4, 13.0 -> 18.7), hence V-trace's bounds in _TM_LANES_TILE_BOUNDS. 128-step tiles with 4
 # (32 warps) or 8 lost at most shapes (Retrace 16384 x 128 14.7 -> 17.6 and 18.8, 4096 x 128
 # 5.2 -> 5.6; V-trace 16384 x 128 18.4 -> 27.8), though Retrace 8192 x 128 8.4 -> 6.8.
-_TM_LANES_STEPS: dict[str, int] = {"vtrace": 4, "retrace": 4}
+_TM_LANES_STEPS: dict[str, int] = {"vtrace": 4, "retrace": 4, "retrace_actions": 4}
 # steps a thread of tiles of at most 32 steps, by form (4 otherwise). V-trace takes 2, twice the
 # warps. H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-k2.txt), time-major
 # lanes tiles, 4 -> 2 steps a thread, us: 4096 x 8 1.8 -> 1.5, 32768 x 8 2.8 -> 2.5, 16384 x
 # 16 2.9 -> 2.7, 4096 x 32 2.9 -> 2.6, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, 4096 x 20
 # 2.7 -> 2.4, none slower; Retrace's sampled form was mixed (32768 x 32 4.9 -> 6.0).
 _TM_LANES_SHORT_STEPS: dict[str, int] = {"vtrace": 2}
+# (form, tile steps) -> (most programs an SM, steps a thread): tiles of that many steps on so
+# few programs take fewer steps a thread, on more warps. GAE and TD(lambda) take 4 at 64-step
+# tiles on at most one program an SM. H200, Triton 3.6 (benchmarks/ab.py,
+# 2026-12-02-h200-s23-ab-tm-few.txt), 8 -> 4 steps a thread, us: TD(lambda) 4096 x 64 3.1 ->
+# 2.8, 4096 x 48 2.9 -> 2.6, 8192 x 40 3.2 -> 2.9, 8192 x 64 3.4 -> 3.3; GAE 4096 x 64 2.9 ->
+# 2.8, 8192 x 64 3.7 -> 3.6 (session 22 likewise: GAE 2.9 -> 2.7, TD(lambda) 3.0 -> 2.8 at
+# 4096 x 64). Up to two programs an SM lost at 16384 x 64 (GAE 4.8 -> 5.0, discounted returns
+# 3.7 -> 3.9); the forward scans did not gain (traces 8192 x 64 2.8 -> 2.9).
+_TM_LANES_FEW_STEPS: dict[tuple[str, int], tuple[float, int]] = {("gae", 64): (1.0, 4), ("td_lambda", 64): (1.0, 4)}
 # (fewest, most) programs an SM of a form's tiles of a number of steps, where they are its
 # own: in place of _TM_LANES_MIN_PROGRAMS (or the form's _TM_LANES_FORM_BOUNDS) and no upper
 # bound (_TM_LANES_MAX_PROGRAMS_128 at 128 steps). See _TM_LANES_STEPS.
@@ -652,8 +665,11 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     min_programs, max_programs = _TM_LANES_TILE_BOUNDS.get((form, p2), (min_programs, max_programs))
     if programs < min_programs * sms or programs > max_programs * sms:
         return None
-    warps = p2 // _tm_lanes_steps(p2, form)
-    return Plan(_TM_LANES_ROWS, p2, warps, 1, p2, tm_lanes=True)
+    k = _tm_lanes_steps(p2, form)
+    few = _TM_LANES_FEW_STEPS.get((form, p2))
+    if few is not None and programs <= few[0] * sms:
+        k = min(k, few[1])
+    return Plan(_TM_LANES_ROWS, p2, p2 // k, 1, p2, tm_lanes=True)
 
 
 # Batch-major rows whose length and strides are divisible by 2, 4 or 8 but not 16 (rows of 24
