@@ -16,7 +16,8 @@
 #   (sweep-tm-few2, ~9 min: few time-major rows' tiles for V-trace, Retrace and GAE, short chunks included)
 #   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min;
 #   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min; sweep-big, ~3 min; one-chunk, ~7 min;
-#   one-chunk-ab, ~8 min, carries _ab/one)
+#   one-chunk-ab, ~8 min, carries _ab/one; s23-verify, ~9 min: the GPU tests and massive rows of
+#   4e63e04's plan changes)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -285,6 +286,14 @@ for stage in $stages; do
       timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --estimators gae --peers pufferlib,rl-triton \
         --shapes 4096x8,8192x8,16384x8,32768x8,4096x16,8192x16,16384x16,32768x16 --max-minutes 3 --no-plots \
         --tag puffer-short --out "$OUT" 2>&1 | tail -14 ;;
+    s23-verify)
+      # session 23's last two plan changes, timed in an A/B only (4e63e04: Retrace's action form
+      # on 64-step time-major lanes tiles, GAE's and TD(lambda)'s 64-step tiles on few programs 4
+      # steps a thread): the GPU tests that take them, then the massive grid's rows of those forms
+      gpu_tests 300 "tm_lanes_tiles or (test_grid and (gae or td_lambda or discounted or retrace_av)) or \
+(nonfinite_default_tiles and (gae or td_lambda or retrace_av))" s23_verify_tests.log
+      timeout 240 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --time-major --peers rl-triton \
+        --estimators gae,td_lambda,retrace_av --max-minutes 3.5 --no-plots --tag s23-verify --out "$OUT" 2>&1 | tail -8 ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)

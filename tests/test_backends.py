@@ -1106,7 +1106,7 @@ def test_lane_tiles(name, lanes_last, shapes, monkeypatch, poisoned):
     bootstrap form, truncations and terminations, both Retrace kernel forms (with and without
     the lagged algebra), a last tile of fewer rows, against the float64 reference, in both
     axis orders of the tile (``scan.LANES_LAST``: Triton 3.6's and 3.8's). Every form takes
-    the tiles here (the plans give them to TD(lambda), GAE and V-trace only), so the kernel
+    the tiles here (the plans give them to TD(lambda), GAE, V-trace and Retrace only), so the kernel
     code is checked for all of them. ``shapes``: the tiles' warps and rows a lane as
     ``_ROW_LANES_WARPS`` gives them (32 x 4 warps / 4 lanes rows of 16 steps; 16 rows of 32
     steps; 32 x 2 warps / 8 rows of 64), or on one warp with two rows a lane at 16 and 32 steps
