@@ -616,7 +616,7 @@ _TM_LANES_MAX_PROGRAMS_128 = 2.0
 # 5.2 -> 5.6; V-trace 16384 x 128 18.4 -> 27.8), though Retrace 8192 x 128 8.4 -> 6.8.
 _TM_LANES_STEPS: dict[str, int] = {"vtrace": 4, "retrace": 4, "retrace_actions": 4}
 # steps a thread of tiles of at most 32 steps, by form (4 otherwise). V-trace takes 2, twice the
-# warps. H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-k2.txt), time-major
+# warps. H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-lanes-lagged.txt), time-major
 # lanes tiles, 4 -> 2 steps a thread, us: 4096 x 8 1.8 -> 1.5, 32768 x 8 2.8 -> 2.5, 16384 x
 # 16 2.9 -> 2.7, 4096 x 32 2.9 -> 2.6, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, 4096 x 20
 # 2.7 -> 2.4, none slower; Retrace's sampled form was mixed (32768 x 32 4.9 -> 6.0).
