@@ -1251,7 +1251,7 @@ def test_tm_lanes_tiles(name, steps, monkeypatch, poisoned):
     32-step tiles and 4 beyond; the bootstrap forms in turn, truncations and
     terminations, both Retrace kernel forms with and without the lagged algebra, NaN-poisoned
     outputs, against the float64 reference. Every form takes the tiles here, the forward scans
-    too (the plans give Retrace's action form 32-step tiles only, launch._TM_LANES_FORM_BOUNDS),
+    too (the plans give Retrace's action form 32- and 64-step tiles only, launch._TM_LANES_FORM_BOUNDS),
     so the kernel code is checked for all."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
