@@ -1246,7 +1246,7 @@ def test_tm_lanes_tiles(name, steps, monkeypatch, poisoned):
     steps a thread (``GROUP_TILES = 5``, scan.tm_lanes_scan): 8-step tiles on 2 warps and 16 on
     4, 4 steps a thread (T = 7 and 9, padded inside the tile; rows short of a tile), 32 on 8
     (a whole tile of rows), 64 on 8 warps, 8 steps a thread (T = 63 over two row programs, the
-    last partial); or (``steps``: launch._TM_LANES_SHORT_STEPS and _TM_LANES_STEPS, V-trace's
+    last partial); or (``steps``: launch._TM_LANES_STEPS, V-trace's
     default and the lagged forms' at 64 steps) each on twice the warps, 2 steps a thread up to
     32-step tiles and 4 beyond; the bootstrap forms in turn, truncations and
     terminations, both Retrace kernel forms with and without the lagged algebra, NaN-poisoned
@@ -1261,8 +1261,7 @@ def test_tm_lanes_tiles(name, steps, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_TM_LANES_TILE_BOUNDS", {})
     monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys((*poisoned._FORMS, "forward"), 64))
     short, long = steps
-    monkeypatch.setattr(poisoned, "_TM_LANES_SHORT_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), short))
-    monkeypatch.setattr(poisoned, "_TM_LANES_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), long))
+    monkeypatch.setattr(poisoned, "_TM_LANES_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), steps))
     monkeypatch.setattr(poisoned, "_TM_LANES_FEW_STEPS", {})
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
                                                              pl.block_n, pl.block_t))
@@ -1311,7 +1310,7 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     with ``_TM_LANES`` off. Retrace's action form (launch._TM_LANES_FORM_BOUNDS) takes
     32-step tiles only (rows of 17-32 steps) under a bound of 32, from 0.75 programs an SM; the
     lagged forms' 64-step tiles, V-trace's bounds of its own (_TM_LANES_TILE_BOUNDS), the steps
-    a thread by form and on few programs (_TM_LANES_SHORT_STEPS, _TM_LANES_FEW_STEPS)."""
+    a thread by form and on few programs (_TM_LANES_STEPS, _TM_LANES_FEW_STEPS)."""
     import torch
 
     from rltriton.kernels import launch
@@ -1321,7 +1320,7 @@ def test_tm_lanes_tiles_reach(monkeypatch):
                        "_TM_LANES_MAX_PROGRAMS_128": 2.0,
                        "_TM_LANES_MAX_T": {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32,
                                            "retrace_actions": 32, "forward": 128},
-                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}, "_TM_LANES_SHORT_STEPS": {},
+                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}, "_TM_LANES_STEPS": {},
                        "_TM_LANES_FEW_STEPS": {}}.items():
         monkeypatch.setattr(launch, key, value)
     launch.clear_caches()
@@ -1352,7 +1351,7 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     # 2 programs an SM (_TM_LANES_TILE_BOUNDS), Retrace's on any number from a quarter
     monkeypatch.setattr(launch, "_TM_LANES_MAX_T", {**launch._TM_LANES_MAX_T, "vtrace": 64, "retrace": 64,
                                                     "retrace_actions": 64})
-    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": 4, "retrace": 4, "retrace_actions": 4})
+    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": (4, 4), "retrace": (4, 4), "retrace_actions": (4, 4)})
     monkeypatch.setattr(launch, "_TM_LANES_TILE_BOUNDS", {("vtrace", 64): (0.75, 2.0)})
     launch.clear_caches()
     for form, R, taken in (("vtrace", 16384, True), ("vtrace", 8192, True), ("vtrace", 32768, False),
@@ -1362,7 +1361,7 @@ def test_tm_lanes_tiles_reach(monkeypatch):
         assert pl.tm_lanes == taken and (not taken or pl.num_warps == 16), (form, R, pl)
     assert _tm_lanes_plan(64 * 2 * sms, 64, sms, "vtrace") and not _tm_lanes_plan(64 * 2 * sms + 64, 64, sms, "vtrace")
     assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 8  # 32-step tiles: no bounds
-    monkeypatch.setattr(launch, "_TM_LANES_SHORT_STEPS", {"vtrace": 2})  # up to 32-step tiles, by form
+    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": (2, 4)})  # up to 32-step tiles, by form
     launch.clear_caches()
     assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 16
     assert plan_for(32768, 8, cpu, time_major=True, form="vtrace").num_warps == 4

@@ -604,9 +604,9 @@ _TM_LANES_FORM_BOUNDS = {"retrace_actions": (32, 0.75)}
 _TM_LANES_ROWS = 64
 _TM_LANES_MIN_PROGRAMS = 0.25  # programs an SM
 _TM_LANES_MAX_PROGRAMS_128 = 2.0
-# steps a thread beyond 32-step tiles, by form (8 otherwise). The lagged forms (V-trace,
-# Retrace's sampled form; the action form's below _TM_LANES_FORM_BOUNDS) take 64-step tiles
-# with 4 (16 warps). H200, Triton 3.6
+# Steps a thread by form: (on tiles of at most 32 steps, on longer ones); _TM_LANES_STEPS_DEFAULT
+# otherwise. The lagged forms (V-trace, Retrace's sampled form; the action form's tiles start
+# at 32 steps, _TM_LANES_FORM_BOUNDS) take 64-step tiles with 4 (16 warps). H200, Triton 3.6
 # (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-lanes-lagged.txt), time-major tiles -> these, us:
 # Retrace 16384 x 64 7.9 -> 5.6 (batch-major 4.6), 32768 x 64 15.4 -> 14.8, 8192 x 64 4.6 ->
 # 4.4, 4096 x 64 3.4 -> 3.3; V-trace 16384 x 64 10.3 -> 7.2 (batch-major 5.8), 8192 x 64 4.4
@@ -614,13 +614,12 @@ _TM_LANES_MAX_PROGRAMS_128 = 2.0
 # 7.4, 13.0 -> 18.7), hence V-trace's bounds in _TM_LANES_TILE_BOUNDS. 128-step tiles with 4
 # (32 warps) or 8 lost at most shapes (Retrace 16384 x 128 14.7 -> 17.6 and 18.8, 4096 x 128
 # 5.2 -> 5.6; V-trace 16384 x 128 18.4 -> 27.8), though Retrace 8192 x 128 8.4 -> 6.8.
-_TM_LANES_STEPS: dict[str, int] = {"vtrace": 4, "retrace": 4, "retrace_actions": 4}
-# steps a thread of tiles of at most 32 steps, by form (4 otherwise). V-trace takes 2, twice the
-# warps. H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-lanes-lagged.txt), time-major
-# lanes tiles, 4 -> 2 steps a thread, us: 4096 x 8 1.8 -> 1.5, 32768 x 8 2.8 -> 2.5, 16384 x
-# 16 2.9 -> 2.7, 4096 x 32 2.9 -> 2.6, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, 4096 x 20
-# 2.7 -> 2.4, none slower; Retrace's sampled form was mixed (32768 x 32 4.9 -> 6.0).
-_TM_LANES_SHORT_STEPS: dict[str, int] = {"vtrace": 2}
+# V-trace's tiles of at most 32 steps take 2, twice the warps (same file), 4 -> 2 steps a
+# thread, us: 4096 x 8 1.8 -> 1.5, 32768 x 8 2.8 -> 2.5, 16384 x 16 2.9 -> 2.7, 4096 x 32 2.9
+# -> 2.6, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, 4096 x 20 2.7 -> 2.4, none slower;
+# Retrace's sampled form was mixed there (32768 x 32 4.9 -> 6.0).
+_TM_LANES_STEPS_DEFAULT = (4, 8)
+_TM_LANES_STEPS: dict[str, tuple[int, int]] = {"vtrace": (2, 4), "retrace": (4, 4), "retrace_actions": (4, 4)}
 # (form, tile steps) -> (most programs an SM, steps a thread): tiles of that many steps on so
 # few programs take fewer steps a thread, on more warps. GAE and TD(lambda) take 4 at 64-step
 # tiles on at most one program an SM. H200, Triton 3.6 (benchmarks/ab.py,
@@ -638,7 +637,8 @@ _TM_LANES_TILE_BOUNDS: dict[tuple[str, int], tuple[float, float]] = {("vtrace", 
 
 def _tm_lanes_steps(p2: int, form: str) -> int:
     """Consecutive steps a thread of a time-major lanes tile of ``p2`` steps (a power of two)."""
-    return min(p2, _TM_LANES_SHORT_STEPS.get(form, 4) if p2 <= 32 else _TM_LANES_STEPS.get(form, 8))
+    short, long = _TM_LANES_STEPS.get(form, _TM_LANES_STEPS_DEFAULT)
+    return min(p2, short if p2 <= 32 else long)
 
 
 def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
