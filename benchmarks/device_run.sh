@@ -17,7 +17,8 @@
 #   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min;
 #   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min; sweep-big, ~3 min; one-chunk, ~7 min;
 #   one-chunk-ab, ~8 min, carries _ab/one; s23-verify, ~9 min: the GPU tests and massive rows of
-#   4e63e04's plan changes)
+#   4e63e04's plan changes; native, ~8 min: the compiled replay's build, GPU tests, host-time
+#   probe and the GAE rows of 8-32 steps against PufferLib)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -294,6 +295,17 @@ for stage in $stages; do
 (nonfinite_default_tiles and (gae or td_lambda or retrace_av))" s23_verify_tests.log
       timeout 240 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --time-major --peers rl-triton \
         --estimators gae,td_lambda,retrace_av --max-minutes 3.5 --no-plots --tag s23-verify --out "$OUT" 2>&1 | tail -8 ;;
+    native)
+      # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
+      # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
+      # the massive grid against PufferLib and rl-triton through the harness
+      ( time python3 -m rltriton.kernels.native -v ) 2>&1 | tail -4 | tee "$OUT/native_build.log"
+      timeout 200 python3 -m pytest -m gpu tests/test_native.py -q -n 14 -p no:cacheprovider 2>&1 \
+        | tee "$OUT/native_tests.log" | tail -3
+      timeout 150 python3 benchmarks/native_launch.py gae,vtrace,td_lambda 2>&1 | tee "$OUT/native_launch.txt" | tail -22
+      timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --estimators gae --peers pufferlib,rl-triton \
+        --shapes 4096x8,8192x8,16384x8,32768x8,4096x16,8192x16,16384x16,32768x16,4096x32,8192x32,16384x32,32768x32 \
+        --max-minutes 2.3 --no-plots --tag native-puffer --out "$OUT" 2>&1 | tail -16 ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)

@@ -87,6 +87,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--graph-calls", type=int, default=50, help="calls captured per CUDA graph")
+    p.add_argument("--native", choices=("build", "auto", "off"), default="build",
+                   help="rltriton's compiled replay of repeated calls (rltriton.kernels.native): build it when "
+                        "missing and use it (build, the default), use it only if already built (auto), or not (off)")
     p.add_argument("--max-minutes", type=float, default=9.0,
                    help="stop starting new rows after this long (results so far are written)")
     p.add_argument("--seed", type=int, default=0)
@@ -816,6 +819,23 @@ def rerender(path: str) -> int:
     return 0
 
 
+def native_status() -> str:
+    """Set up rltriton's compiled replay as ``--native`` asks; what the rltriton rows use."""
+    from rltriton.kernels import native
+
+    if ARGS.native == "off" or ARGS.smoke or not torch.cuda.is_available():
+        os.environ["RLTRITON_NATIVE"] = "0"
+        return "off: repeated calls take the Python replay"
+    if ARGS.native == "build":
+        try:
+            native.build()
+        except RuntimeError as exc:
+            return f"not built ({str(exc)[:200]}): repeated calls take the Python replay"
+    if native.load() is None:
+        return "not built: repeated calls take the Python replay"
+    return f"on ({native.module_path().name} in {native.module_path().parent})"
+
+
 def main() -> int:
     if ARGS.from_json:
         return rerender(ARGS.from_json)
@@ -870,6 +890,8 @@ def main() -> int:
         status["pufferlib"] = P.pufferlib_status()
     for k, (ok, why) in status.items():
         print(f"[peer] {k}: {'available' if ok else 'SKIPPED'} — {why}", flush=True)
+    native_note = native_status()
+    print(f"[rltriton] compiled replay: {native_note}", flush=True)
 
     out_dir = Path(ARGS.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -892,6 +914,7 @@ def main() -> int:
         "versions": versions(),
         "git": git_commit(),
         "peer_status": {k: [ok, why] for k, (ok, why) in status.items()},
+        "native": native_note,
         "bandwidth_B_per_s": COPY_BW["B_per_s"],
         "method": "interleaved rounds; full = common.full_call_us, device = common.device_time_us; "
                   "min over rounds" if not ARGS.smoke else

@@ -301,6 +301,9 @@ class CreditAssigner(abc.ABC):
         self.backend = check_backend(backend)
         self._keys: dict[str, Any] = {}
         self._replays: dict[tuple, Any] = {}
+        # the compiled replay's table of this instance (rltriton.kernels.native), made when
+        # the first replay is armed in it
+        self._native: Any = None
 
     # --- shared validation -------------------------------------------------------
 
@@ -479,6 +482,16 @@ class CreditAssigner(abc.ABC):
         (None, signature) for :meth:`_run` to record. The signature holds everything the
         checks, the boundary form, the layout and the plan depend on: every tensor's shape,
         strides, dtype, device and grad flag, ``time_dim``, the backend and grad mode."""
+        table = self._native
+        if table is not None:
+            # the compiled replay (rltriton.kernels.native): the outputs, or None on a miss,
+            # or False where it has the signature but declines this call (the Python path
+            # below handles that call)
+            outs = table.call(tensors, time_dim, backend)
+            if outs:
+                return outs, None
+            if outs is False:
+                table = False
         if not (time_dim is None or type(time_dim) is int) or not (backend is None or type(backend) is str):
             return None, None  # the slow path raises the right error
         sig: list = [time_dim, backend, torch.is_grad_enabled()]
@@ -497,8 +510,24 @@ class CreditAssigner(abc.ABC):
         key = tuple(sig)
         replay = self._replays.get(key)
         if replay is not None and replay.generation == _launch_module()._generation:
-            return replay(tensors), None
+            outs = replay(tensors)
+            if replay.native is None and table is not False:
+                self._arm_native(replay, tensors, time_dim, backend)
+            return outs, None
         return None, key
+
+    def _arm_native(self, replay: Any, tensors: tuple, time_dim: int | None, backend: str | None) -> None:
+        """Arm ``replay`` (just run with ``tensors``) in this instance's compiled table when
+        the compiled replay is loaded; ``replay.native`` becomes False where it never can be."""
+        from rltriton.kernels import native
+
+        if not native.ENABLED or native.load() is None:
+            return
+        if self._native is None:
+            self._native = native.new_table()
+        armed = native.arm(self._native, replay, tensors, time_dim, backend)
+        if armed is False:
+            replay.native = False
 
     def _run(self, p: Problem, backend: str | None, key: tuple | None = None,
              tensors: tuple | None = None) -> tuple[Tensor, ...]:

@@ -112,11 +112,13 @@ def _nan_empty(*args, **kwargs):
 @pytest.fixture
 def poisoned(monkeypatch):
     """Kernel outputs start NaN-filled: an element a kernel does not write fails the test."""
-    from rltriton.kernels import launch
+    from rltriton.kernels import launch, native
 
     monkeypatch.setattr(launch, "empty_like", _nan_empty_like)
     monkeypatch.setattr(launch, "empty", _nan_empty)
-    return launch
+    native.set_poison(True)  # the compiled replay's outputs too, where it is loaded
+    yield launch
+    native.set_poison(False)
 
 
 def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False, coop: bool = False) -> None:

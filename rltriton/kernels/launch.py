@@ -998,6 +998,11 @@ def clear_caches() -> None:
     """Forget cached plans and replays (after changing the plan settings of this module)."""
     global _generation
     _generation += 1
+    from rltriton.kernels import native
+
+    mod = native.loaded()
+    if mod is not None:  # the compiled replay's entries armed before are dropped too
+        mod.set_generation(_generation)
     plan.cache_clear()
     plan_time_major.cache_clear()
 
@@ -1046,10 +1051,13 @@ class Replay:
     kernel it returns; later replays hand the arguments straight to that compiled kernel's
     launcher, as ``JITFunction.run`` itself does after its checks (see :class:`_FastLaunch`)."""
 
-    __slots__ = ("steps", "scratch", "out_dtypes", "generation")
+    __slots__ = ("steps", "scratch", "out_dtypes", "generation", "native")
 
     def __init__(self, steps: tuple[_Step, ...], scratch: tuple, out_dtypes: tuple) -> None:
         self.steps, self.scratch, self.out_dtypes, self.generation = steps, scratch, out_dtypes, _generation
+        # None: not (yet) armed in the compiled replay (rltriton.kernels.native); False:
+        # never armed there (scratch buffers, or a launch that is not plain)
+        self.native: bool | None = None
 
     @staticmethod
     def build(records: list, tensors: tuple, outs: tuple[Tensor, ...]) -> Replay | None:
