@@ -41,6 +41,8 @@ def test_source_compiles_and_table_declines_cpu(built):
     assert table.add((x, 1.5), None, None, [], []) is False  # not a tensor
     with pytest.raises(TypeError, match="expected"):
         table.call([x], None, None)
+    with pytest.raises(TypeError, match="result is None, 1 or a tuple subclass"):
+        table.call((x,), None, None, "named")
     assert len(pickle.loads(pickle.dumps(table))) == 0
     assert len(copy.deepcopy(table)) == 0
     assert mod.param_sizes(0) in (None, [])  # no function at address 0
@@ -80,12 +82,15 @@ def _forbid_python_replay(monkeypatch) -> None:
     monkeypatch.setattr(launch.Replay, "__call__", boom)
 
 
-def _check(case: Case, ref: tuple, what: str, time_major: bool) -> None:
-    out = case(backend="triton")
+def _check(case: Case, ref: tuple, what: str, time_major: bool) -> type:
+    """Call ``case`` and compare with ``ref``; returns the type the call returned."""
+    raw = case.fn()(*case.args, **{**case.kwargs, "backend": "triton"})
+    out = tuple(raw) if isinstance(raw, tuple) else (raw,)
     for i, (o, r) in enumerate(zip(out, ref)):
         assert o.is_cuda
         got = o.movedim(0, -1) if time_major else o
         assert_matches(got.cpu(), r.cpu(), case, f"{what}[{i}]")
+    return type(raw)
 
 
 @pytest.mark.gpu
@@ -103,7 +108,11 @@ def test_serves_repeated_calls(name, shape, layout, loaded, monkeypatch):
         case = make_case(name, shape, seed=seed)
         ref = case(backend="reference")
         g = on_gpu(to_time_major(case) if tm else case)
-        _check(g, ref, f"{name} {shape} {layout} call {seed}", tm)
+        kind = _check(g, ref, f"{name} {shape} {layout} call {seed}", tm)
+        if seed == 0:
+            first = kind
+        assert kind is first, f"the compiled replay returned {kind}, the Python path {first}"
+    assert first is not tuple  # a named result, or the one output tensor
 
 
 @pytest.mark.gpu

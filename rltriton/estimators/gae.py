@@ -150,7 +150,15 @@ def gae(
         >>> rt.gae(r, v, gamma=1.0, lam=1.0, terminated=torch.tensor([[0, 1, 0]])).advantages
         tensor([[2., 1., 1.]])
     """
-    return instance(GAE, gamma, lam)(
+    est = instance(GAE, gamma, lam)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's __call__ gives them
+        out = est._native.call((rewards, values, terminated, truncated, next_values, bootstrap_values, last_value),
+                               time_dim, backend, GAEResult)
+        if out:
+            return out
+    return est(
         rewards, values, terminated=terminated, truncated=truncated, next_values=next_values,
         bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, backend=backend,
     )

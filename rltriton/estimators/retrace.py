@@ -241,7 +241,15 @@ def retrace(
         >>> rt.retrace(torch.ones(1, 3), z, z, z, gamma=0.5).q_targets
         tensor([[1.7500, 1.5000, 1.0000]])
     """
-    return instance(Retrace, gamma, lam, c_bar)(
+    est = instance(Retrace, gamma, lam, c_bar)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's __call__ gives them
+        out = est._native.call((rewards, q_values, state_values, log_rhos, terminated, truncated, next_values,
+                                bootstrap_values, last_value), time_dim, backend, RetraceResult)
+        if out:
+            return out
+    return est(
         rewards, q_values, state_values, log_rhos, terminated=terminated, truncated=truncated,
         next_values=next_values, bootstrap_values=bootstrap_values, last_value=last_value,
         time_dim=time_dim, backend=backend,
@@ -283,7 +291,15 @@ def retrace_from_action_values(
         >>> rt.retrace_from_action_values(torch.zeros(1, 2), q, pi, a, mu, gamma=1.0).q_targets
         tensor([[1., 0.]])
     """
-    return instance(Retrace, gamma, lam, c_bar).from_action_values(
+    est = instance(Retrace, gamma, lam, c_bar)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's from_action_values gives them
+        out = est._native.call((rewards, action_values, target_probs, actions, behavior_log_probs, terminated,
+                                truncated, bootstrap_values, last_value), time_dim, backend, RetraceResult)
+        if out:
+            return out
+    return est.from_action_values(
         rewards, action_values, target_probs, actions, behavior_log_probs, terminated=terminated,
         truncated=truncated, bootstrap_values=bootstrap_values, last_value=last_value,
         time_dim=time_dim, backend=backend,

@@ -220,7 +220,15 @@ def td_lambda(
         >>> rt.td_lambda(torch.ones(1, 2), next_values=torch.full((1, 2), 2.0), gamma=0.5, lam=0.0)
         tensor([[2., 2.]])
     """
-    return instance(TDLambda, gamma, lam)(
+    est = instance(TDLambda, gamma, lam)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's __call__ gives them
+        out = est._native.call((rewards, values, terminated, truncated, next_values, bootstrap_values, last_value),
+                               time_dim, backend, 1)
+        if out is not None and out is not False:
+            return out
+    return est(
         rewards, values, terminated=terminated, truncated=truncated, next_values=next_values,
         bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, backend=backend,
     )
@@ -249,7 +257,14 @@ def discounted_returns(
         >>> rt.discounted_returns(torch.ones(1, 3), gamma=0.5, last_value=torch.tensor([4.0]))
         tensor([[2.2500, 2.5000, 3.0000]])
     """
-    return instance(DiscountedReturn, gamma)(
+    est = instance(DiscountedReturn, gamma)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's __call__ gives them
+        out = est._native.call((rewards, terminated, truncated, bootstrap_values, last_value), time_dim, backend, 1)
+        if out is not None and out is not False:
+            return out
+    return est(
         rewards, terminated=terminated, truncated=truncated, bootstrap_values=bootstrap_values,
         last_value=last_value, time_dim=time_dim, backend=backend,
     )

@@ -231,7 +231,14 @@ def eligibility_traces(
         >>> rt.eligibility_traces(torch.ones(1, 3), gamma=0.5, lam=1.0)
         tensor([[1.0000, 1.5000, 1.7500]])
     """
-    return instance(EligibilityTrace, gamma, lam)(x, dones=dones, initial=initial, time_dim=time_dim, backend=backend)
+    est = instance(EligibilityTrace, gamma, lam)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's __call__ gives them
+        out = est._native.call((x, dones, initial), time_dim, backend, 1)
+        if out is not None and out is not False:
+            return out
+    return est(x, dones=dones, initial=initial, time_dim=time_dim, backend=backend)
 
 
 def episodic_prefix_sum(
@@ -256,4 +263,11 @@ def episodic_prefix_sum(
         >>> rt.episodic_prefix_sum(torch.ones(1, 4), torch.tensor([[0, 1, 0, 0]]), boundary="starts_at")
         tensor([[1., 1., 2., 3.]])
     """
-    return instance(EpisodicPrefixSum, boundary)(x, dones, initial=initial, time_dim=time_dim, backend=backend)
+    est = instance(EpisodicPrefixSum, boundary)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's __call__ gives them
+        out = est._native.call((x, dones, initial), time_dim, backend, 1)
+        if out is not None and out is not False:
+            return out
+    return est(x, dones, initial=initial, time_dim=time_dim, backend=backend)

@@ -180,7 +180,15 @@ def vtrace(
         >>> out.advantages
         tensor([[2., 1.]])
     """
-    return instance(VTrace, gamma, lam, rho_bar, c_bar, pg_rho_bar)(
+    est = instance(VTrace, gamma, lam, rho_bar, c_bar, pg_rho_bar)
+    if est._native is not None:
+        # a repeated call: the compiled replay's table (CreditAssigner._replay), the tensors in
+        # the order the estimator's __call__ gives them
+        out = est._native.call((rewards, values, log_rhos, terminated, truncated, next_values, bootstrap_values,
+                                last_value), time_dim, backend, VTraceResult)
+        if out:
+            return out
+    return est(
         rewards, values, log_rhos, terminated=terminated, truncated=truncated, next_values=next_values,
         bootstrap_values=bootstrap_values, last_value=last_value, time_dim=time_dim, backend=backend,
     )

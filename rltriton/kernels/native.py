@@ -84,13 +84,18 @@ def _compile_command(out: Path) -> list[str]:
     cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         raise RuntimeError("rltriton native: expected a C++ compiler (c++, g++ or clang++ on PATH, or $CXX), got none")
-    includes = [sysconfig.get_paths()["include"], *cpp_extension.include_paths()]
+    import triton
+
+    # cuda_runtime_api.h (under c10/cuda/CUDAStream.h) from the CUDA headers Triton ships, which
+    # it compiles its own launcher with: no CUDA toolkit needed
+    cuda_include = Path(triton.__file__).parent / "backends" / "nvidia" / "include"
+    includes = [sysconfig.get_paths()["include"], *cpp_extension.include_paths(), str(cuda_include)]
     libs = cpp_extension.library_paths()
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
     return [cxx, "-O2", "-shared", "-fPIC", "-std=c++20", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-w",
             *[f"-I{p}" for p in includes], str(_SOURCE), "-o", str(out),
             *[f"-L{p}" for p in libs], *[f"-Wl,-rpath,{p}" for p in libs],
-            "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", "-ldl"]
+            "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_python", "-ldl"]
 
 
 def build(verbose: bool = False) -> Path:
@@ -135,8 +140,7 @@ def load() -> Any:
 
     from rltriton.kernels import launch
 
-    mod.configure(torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream,
-                  getattr(getattr(triton, "knobs", None), "runtime", None))
+    mod.configure(getattr(getattr(triton, "knobs", None), "runtime", None))
     mod.set_generation(launch._generation)
     mod.set_poison(_poison)
     _module = mod

@@ -29,6 +29,7 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/fill.h>
 #include <c10/core/GradMode.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
 
@@ -59,10 +60,8 @@ bool load_driver() {
   return true;
 }
 
-// Set by configure(): torch's current-device and current-stream getters, Triton's runtime
-// knobs (their launch hooks), and the replay generation (launch.clear_caches bumps it).
-PyObject* get_device = nullptr;
-PyObject* get_stream = nullptr;
+// Set by configure(): Triton's runtime knobs (their launch hooks); by set_generation: the
+// replay generation (launch.clear_caches bumps it).
 PyObject* runtime_knobs = nullptr;
 long generation = 0;
 // set_poison(True): outputs start NaN-filled, as the tests' ``poisoned`` fixture makes the
@@ -188,11 +187,20 @@ PyObject* table_new(PyTypeObject* type, PyObject*, PyObject*) {
   return self;
 }
 
-// Table.call(tensors, time_dim, backend): the outputs of the recorded launches with these
-// tensors (a tuple), None on a miss, False where an entry exists but this call declines it.
+// Table.call(tensors, time_dim, backend[, result]): the outputs of the recorded launches with
+// these tensors, None on a miss, False where an entry exists but this call declines it. The
+// outputs come as a tuple (result None or left out), as an instance of result (a tuple
+// subclass: the estimator's named result), or the first output alone (result 1: the
+// estimators of one output), so the functional API returns what the C++ call gives.
 PyObject* table_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3 || !PyTuple_Check(args[0])) {
-    PyErr_SetString(PyExc_TypeError, "Table.call: expected (tensors: tuple, time_dim, backend)");
+  if ((nargs != 3 && nargs != 4) || !PyTuple_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "Table.call: expected (tensors: tuple, time_dim, backend[, result])");
+    return nullptr;
+  }
+  PyObject* result_as = nargs == 4 ? args[3] : Py_None;
+  if (!(result_as == Py_None || PyLong_CheckExact(result_as) ||
+        (PyType_Check(result_as) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(result_as), &PyTuple_Type)))) {
+    PyErr_SetString(PyExc_TypeError, "Table.call: result is None, 1 or a tuple subclass");
     return nullptr;
   }
   auto* entries = reinterpret_cast<TableObject*>(self)->entries;
@@ -216,14 +224,8 @@ PyObject* table_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
         Py_RETURN_FALSE;
 
   // the current stream of the current device, as the Python launch takes it
-  PyObject* dev = PyObject_CallNoArgs(get_device);
-  if (dev == nullptr) return nullptr;
-  PyObject* stream_obj = PyObject_CallOneArg(get_stream, dev);
-  Py_DECREF(dev);
-  if (stream_obj == nullptr) return nullptr;
-  void* stream = PyLong_AsVoidPtr(stream_obj);
-  Py_DECREF(stream_obj);
-  if (stream == nullptr && PyErr_Occurred()) return nullptr;
+  // (torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice()))
+  void* stream = reinterpret_cast<void*>(c10::cuda::getCurrentCUDAStream().stream());
 
   const at::Tensor& like = *ts[0];
   std::vector<at::Tensor> outs;
@@ -260,7 +262,20 @@ PyObject* table_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     }
     PyTuple_SET_ITEM(result, static_cast<Py_ssize_t>(i), w);
   }
-  return result;
+  if (result_as == Py_None) return result;
+  if (PyLong_CheckExact(result_as)) {
+    PyObject* first = PyTuple_GET_ITEM(result, 0);
+    Py_INCREF(first);
+    Py_DECREF(result);
+    return first;
+  }
+  // tuple.__new__(result_as, result): a named tuple's instance without its Python __new__
+  PyObject* targs = PyTuple_Pack(1, result);
+  Py_DECREF(result);
+  if (targs == nullptr) return nullptr;
+  PyObject* named = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(result_as), targs, nullptr);
+  Py_DECREF(targs);
+  return named;
 }
 
 bool as_long(PyObject* o, long long& v) {
@@ -366,7 +381,7 @@ Py_ssize_t table_len(PyObject* self) {
 
 PyMethodDef table_methods[] = {
     {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(table_call)), METH_FASTCALL,
-     "call(tensors, time_dim, backend) -> outputs tuple, None (miss) or False (declined)"},
+     "call(tensors, time_dim, backend[, result]) -> the outputs, None (miss) or False (declined)"},
     {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(table_add)), METH_FASTCALL,
      "add(tensors, time_dim, backend, steps, out_dtypes) -> bool"},
     {"clear", table_clear, METH_NOARGS, "forget every entry"},
@@ -378,28 +393,20 @@ PySequenceMethods table_sequence = {table_len, nullptr, nullptr, nullptr, nullpt
 
 PyTypeObject TableType = {PyVarObject_HEAD_INIT(nullptr, 0) "rltriton_native.Table"};
 
-// configure(get_device, get_stream, runtime_knobs)
-PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "configure: expected (get_device, get_stream, runtime_knobs)");
-    return nullptr;
-  }
+// configure(runtime_knobs): Triton's triton.knobs.runtime (None: no launch hooks to honour)
+PyObject* configure(PyObject*, PyObject* arg) {
   if (!load_driver()) {
     PyErr_SetString(PyExc_RuntimeError, "rltriton native: libcuda.so.1 (cuLaunchKernel) not found");
     return nullptr;
   }
-  PyObject* olds[3] = {get_device, get_stream, runtime_knobs};
-  Py_INCREF(args[0]);
-  Py_INCREF(args[1]);
-  get_device = args[0];
-  get_stream = args[1];
-  if (args[2] == Py_None) {
+  PyObject* old = runtime_knobs;
+  if (arg == Py_None) {
     runtime_knobs = nullptr;
   } else {
-    Py_INCREF(args[2]);
-    runtime_knobs = args[2];
+    Py_INCREF(arg);
+    runtime_knobs = arg;
   }
-  for (PyObject* o : olds) Py_XDECREF(o);
+  Py_XDECREF(old);
   Py_RETURN_NONE;
 }
 
@@ -440,8 +447,7 @@ PyObject* param_sizes(PyObject*, PyObject* arg) {
 }
 
 PyMethodDef module_methods[] = {
-    {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(configure)), METH_FASTCALL,
-     "configure(get_device, get_stream, runtime_knobs)"},
+    {"configure", configure, METH_O, "configure(runtime_knobs)"},
     {"set_generation", set_generation, METH_O, "set_generation(int): entries armed under another are dropped"},
     {"set_poison", set_poison, METH_O, "set_poison(bool): outputs start NaN-filled (tests)"},
     {"param_sizes", param_sizes, METH_O, "param_sizes(function) -> list[int] | None"},
