@@ -56,6 +56,45 @@ def test_off_by_environment(monkeypatch):
     assert native.load() is None
 
 
+def _fresh_load(monkeypatch, tmp_path, mode: str | None) -> None:
+    """Make the next ``native.load()`` start over, with CUDA reported present and an empty
+    cache directory."""
+    monkeypatch.setattr(native, "_tried", False)
+    monkeypatch.setattr(native, "_module", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("RLTRITON_CACHE_DIR", str(tmp_path))
+    if mode is None:
+        monkeypatch.delenv("RLTRITON_NATIVE", raising=False)
+    else:
+        monkeypatch.setenv("RLTRITON_NATIVE", mode)
+
+
+def test_build_failure_warns_once(monkeypatch, tmp_path):
+    """By default a missing module is built on first use; where that fails (here: no such
+    compiler) the load warns once and every call takes the Python replay."""
+    import warnings
+
+    _fresh_load(monkeypatch, tmp_path, None)
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    with pytest.warns(RuntimeWarning, match="compiled replay of repeated calls is not available"):
+        assert native.load() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert native.load() is None  # tried once a process: no second build, no second warning
+    assert not native.module_path().exists()
+
+
+def test_prebuilt_only_loads(monkeypatch, tmp_path):
+    """``RLTRITON_NATIVE=prebuilt`` never compiles: with nothing built, nothing loads."""
+    import warnings
+
+    _fresh_load(monkeypatch, tmp_path, "prebuilt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert native.load() is None
+    assert not any(tmp_path.iterdir())
+
+
 # --- GPU ------------------------------------------------------------------------------------
 
 

@@ -5,21 +5,26 @@ first call records its launch (:class:`rltriton.kernels.launch.Replay`) and late
 replay it. The Python replay spends most of a call's host time outside the GPU's work: on
 the H200's host a repeated GAE call at 32768 x 8 takes ~17 us to submit, 5 of them computing
 the signature and looking it up, 4 allocating the two outputs with ``torch.empty_like`` and 8
-launching. :file:`native_replay.cpp` does the signature, the lookup, the allocation
-(``at::empty_like``) and the launch (``cuLaunchKernel``, its parameters packed once when the
-replay is armed) in one C++ call from :meth:`CreditAssigner._replay
-<rltriton.assigner.CreditAssigner._replay>`.
+launching. :file:`native_replay.cpp` does all of it in one C++ call: the signature from the
+tensors' metadata, the lookup in a table per estimator instance, the outputs
+(``at::empty_strided`` with the layout ``torch.empty_like`` gives) and the launch
+(``cuLaunchKernel``, its parameters packed once when the replay is armed). The functional
+API tries that table first; an estimator object's call reaches it from
+:meth:`CreditAssigner._replay <rltriton.assigner.CreditAssigner._replay>`. On the H200 this
+takes a repeated call's submit time from ~17 to ~8 us (``benchmarks/native_launch.py``).
 
 The module is compiled once per torch/Python/source version with the system C++ compiler
-(as Triton compiles its own launcher) against torch's headers, and kept in
-``$RLTRITON_CACHE_DIR`` (default ``~/.cache/rltriton``). It is built by::
+(as Triton compiles its own launcher with the C compiler) against torch's headers and the CUDA
+headers Triton ships, and kept in ``$RLTRITON_CACHE_DIR`` (default ``~/.cache/rltriton``).
+By default (``RLTRITON_NATIVE`` unset or ``auto``) the first repeated CUDA call of a process
+loads it, building it first when missing (~20 s, once per machine and torch version; a
+failure, e.g. no C++ compiler, is warned about once and the calls take the Python replay).
+``RLTRITON_NATIVE=prebuilt`` only loads a module built before, by::
 
     python -m rltriton.kernels.native        # or rltriton.kernels.native.build()
 
-and loaded by later processes when present. ``RLTRITON_NATIVE=0`` turns it off;
-``RLTRITON_NATIVE=build`` builds it on the first CUDA call (20-60 s, once) instead of
-waiting for the command above. Without it every call takes the Python replay: the results
-are the same, only the host time differs.
+and ``RLTRITON_NATIVE=0`` turns it off. Without it every call takes the Python replay: the
+results are the same bit for bit, only the host time differs.
 
 Only the plain case is armed: one launch or several with no scratch buffers, each kernel
 compiled for one CTA a program with no cooperative grid, no programmatic dependent launch
@@ -121,8 +126,9 @@ def build(verbose: bool = False) -> Path:
 
 
 def load() -> Any:
-    """The compiled module, configured, or None where it is off, not built or not loadable
-    (no CUDA driver). Tried once a process; ``RLTRITON_NATIVE=build`` builds it first."""
+    """The compiled module, configured, or None where it is off, cannot be built or loaded,
+    or there is no CUDA. Tried once a process (see the module's docstring for
+    ``RLTRITON_NATIVE``)."""
     global _module, _tried
     if _tried:
         return _module
@@ -131,16 +137,24 @@ def load() -> Any:
     if mode in ("0", "off", "false", "no") or not torch.cuda.is_available():
         return None
     path = module_path()
-    if not path.exists():
-        if mode != "build":
-            return None
-        build()
-    mod = import_built(path)
-    import triton
+    try:
+        if not path.exists():
+            if mode == "prebuilt":
+                return None
+            build()
+        mod = import_built(path)
+        import triton
 
-    from rltriton.kernels import launch
+        from rltriton.kernels import launch
 
-    mod.configure(getattr(getattr(triton, "knobs", None), "runtime", None))
+        mod.configure(getattr(getattr(triton, "knobs", None), "runtime", None))
+    except (RuntimeError, OSError, ImportError) as exc:
+        import warnings
+
+        warnings.warn(f"rltriton: the compiled replay of repeated calls is not available ({str(exc)[:500]}); "
+                      "repeated calls take the Python replay (same results, ~8 us more host time each). "
+                      "RLTRITON_NATIVE=0 turns it off without this warning.", RuntimeWarning, stacklevel=2)
+        return None
     mod.set_generation(launch._generation)
     mod.set_poison(_poison)
     _module = mod

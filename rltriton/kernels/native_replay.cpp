@@ -4,10 +4,10 @@
 // device) at every update. rltriton records the first call's launch and replays it
 // (launch.Replay); in Python the replay's host path is about 17 us on the H200's host: 5 us of
 // signature and lookup, 4 us allocating two outputs through torch.empty_like, 8 us of launch.
-// This module does the same replay in C++: the signature is read from the tensors' metadata,
-// looked up in a table per estimator instance, the outputs made with at::empty_like and the
-// recorded kernel launched with cuLaunchKernel, its parameters packed once at arming and only
-// the tensors' addresses written per call.
+// This module does the same replay in C++: the signature is read from the tensors' metadata
+// and looked up in a table per estimator instance, the outputs are made with the layout
+// torch.empty_like gives, and the recorded kernel is launched with cuLaunchKernel, its
+// parameters packed once at arming and only the tensors' addresses written per call.
 //
 // Everything that is not the plain case declines (returns None or False) and the caller takes
 // the Python path, which handles it: a tensor not on CUDA, a miss, a launch hook set, no
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/fill.h>
 #include <c10/core/GradMode.h>
 #include <c10/cuda/CUDAStream.h>
@@ -148,15 +148,19 @@ bool signature(PyObject* tensors, PyObject* time_dim, PyObject* backend, std::st
 
 // Whether a Triton launch hook is set (launch._live_hook): None, or a hook chain with no hook
 // in it, is not; anything else is, and the Python path calls it.
-bool hook_live(const char* name) {
-  PyObject* hook = PyObject_GetAttrString(runtime_knobs, name);
+PyObject* name_enter = nullptr;  // interned attribute names (set at module init)
+PyObject* name_exit = nullptr;
+PyObject* name_calls = nullptr;
+
+bool hook_live(PyObject* name) {
+  PyObject* hook = PyObject_GetAttr(runtime_knobs, name);
   if (hook == nullptr) {
     PyErr_Clear();
     return true;
   }
   bool live = false;
   if (hook != Py_None) {
-    PyObject* calls = PyObject_GetAttrString(hook, "calls");
+    PyObject* calls = PyObject_GetAttr(hook, name_calls);
     if (calls == nullptr) {
       PyErr_Clear();
       live = true;
@@ -215,7 +219,7 @@ PyObject* table_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     entries->erase(it);
     Py_RETURN_NONE;
   }
-  if (runtime_knobs != nullptr && (hook_live("launch_enter_hook") || hook_live("launch_exit_hook"))) Py_RETURN_FALSE;
+  if (runtime_knobs != nullptr && (hook_live(name_enter) || hook_live(name_exit))) Py_RETURN_FALSE;
   void* ctx = nullptr;
   if (cu_ctx_get_current(&ctx) != 0 || ctx == nullptr) Py_RETURN_FALSE;
   for (const Step& s : e.steps)
@@ -227,12 +231,17 @@ PyObject* table_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   // (torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice()))
   void* stream = reinterpret_cast<void*>(c10::cuda::getCurrentCUDAStream().stream());
 
+  // the outputs as empty_like(tensors[0]) makes them: launch.Replay.build arms a replay only
+  // where they came out with tensors[0]'s shape and strides, so empty_strided with those
+  // strides is the same layout, one dispatch instead of empty_like's two
   const at::Tensor& like = *ts[0];
   std::vector<at::Tensor> outs;
   outs.reserve(e.out_dtypes.size());
-  for (int d : e.out_dtypes)
-    outs.push_back(d < 0 ? at::empty_like(like)
-                         : at::empty_like(like, at::TensorOptions().dtype(static_cast<at::ScalarType>(d))));
+  for (int d : e.out_dtypes) {
+    at::TensorOptions opt = like.options();
+    if (d >= 0) opt = opt.dtype(static_cast<at::ScalarType>(d));
+    outs.push_back(at::empty_strided(like.sizes(), like.strides(), opt));
+  }
   if (poison)
     for (at::Tensor& o : outs) o.fill_(std::numeric_limits<double>::quiet_NaN());
 
@@ -467,6 +476,10 @@ PyMODINIT_FUNC PyInit_rltriton_native(void) {
   TableType.tp_as_sequence = &table_sequence;
   TableType.tp_doc = "Armed replays of one estimator instance, by call signature.";
   if (PyType_Ready(&TableType) < 0) return nullptr;
+  name_enter = PyUnicode_InternFromString("launch_enter_hook");
+  name_exit = PyUnicode_InternFromString("launch_exit_hook");
+  name_calls = PyUnicode_InternFromString("calls");
+  if (name_enter == nullptr || name_exit == nullptr || name_calls == nullptr) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
   Py_INCREF(&TableType);
