@@ -306,6 +306,16 @@ for stage in $stages; do
       timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --estimators gae --peers pufferlib,rl-triton \
         --shapes 4096x8,8192x8,16384x8,32768x8,4096x16,8192x16,16384x16,32768x16,4096x32,8192x32,16384x32,32768x32 \
         --max-minutes 2.3 --no-plots --tag native-puffer --out "$OUT" 2>&1 | tail -16 ;;
+    native-massive)
+      # the compiled replay: build, its GPU tests, the host-time probe, then the massive grid's
+      # GAE rows against PufferLib and rl-triton through the harness (with plots' data)
+      ( time python3 -m rltriton.kernels.native ) 2>&1 | tail -4 | tee "$OUT/native_build.log"
+      timeout 150 python3 -m pytest -m gpu tests/test_native.py -q -n 14 -p no:cacheprovider 2>&1 \
+        | tee "$OUT/native_tests.log" | tail -3
+      timeout 100 python3 benchmarks/native_launch.py gae,td_lambda 2>&1 | tee "$OUT/native_launch.txt" | tail -15
+      timeout 280 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --estimators gae \
+        --peers pufferlib,rl-triton --time-major --max-minutes 4.3 --no-plots --tag native-gae --out "$OUT" 2>&1 \
+        | tail -24 ;;
     grid=*)
       # grid=GRIDS:ESTIMATORS, e.g. grid=classic:gae,td_lambda — one slice of BENCHMARKS.md's grid
       # with every peer and the time-major column, in one call (~8 min at most; then the next slice)
