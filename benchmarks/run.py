@@ -579,6 +579,9 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
              "✗: output does not match the float64 oracle (timed anyway). —: not run / not capturable.")
     L.append("")
     L.append("Peers: " + "; ".join(f"**{k}**: {v[1]}" for k, v in meta["peer_status"].items()))
+    if meta.get("native"):  # results files before session 24 do not record it
+        L.append("")
+        L.append(f"rltriton's compiled replay of repeated calls (`rltriton.kernels.native`): {meta['native']}")
     L.append("")
     ests = [e for e in P.ESTIMATORS if any(r["estimator"] == e for r in rows)]
     for est in ests:
