@@ -258,7 +258,7 @@ def step_spec(fast) -> tuple | None:
     cells += [bytes(8)] * len(extra)
     g = fast.grid
     return (int(c.function), int(g[0]), int(g[1]) if len(g) > 1 else 1, 32 * int(md.num_warps),
-            int(md.shared), b"".join(cells), slots)
+            int(md.shared), b"".join(cells), slots, c)
 
 
 def arm(table: Any, replay, tensors: tuple, time_dim, backend) -> bool | None:

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,7 @@
 #include <c10/core/GradMode.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/Dtype.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 namespace {
@@ -75,7 +77,23 @@ struct Slot {
   bool align;  // specialised as 16-byte aligned: a misaligned address declines
 };
 
+// A strong reference to a Python object, released under the GIL (every table operation and
+// the table's deallocation run with it held).
+struct PyRef {
+  PyObject* p = nullptr;
+  PyRef() = default;
+  explicit PyRef(PyObject* o) : p(o) { Py_XINCREF(p); }
+  PyRef(const PyRef& o) : p(o.p) { Py_XINCREF(p); }
+  PyRef(PyRef&& o) noexcept : p(o.p) { o.p = nullptr; }
+  PyRef& operator=(PyRef o) noexcept {
+    std::swap(p, o.p);
+    return *this;
+  }
+  ~PyRef() { Py_XDECREF(p); }
+};
+
 struct Step {
+  PyRef keep;  // Triton's compiled kernel: its CUfunction stays loaded while the entry lives
   void* function = nullptr;
   unsigned grid_x = 1, grid_y = 1, block = 32, shared = 0;
   std::vector<uint64_t> params;  // one 8-byte cell per kernel parameter, the recorded values
@@ -90,7 +108,8 @@ struct Entry {
 
 // The signature of a call, as CreditAssigner._replay's Python key holds it: time_dim and
 // backend as given, grad mode, and each tensor's shape, strides, dtype, device and grad flag
-// (None kept as a marker). Returns false where the call is not a native one (a tensor not on
+// (None kept as a marker); and the current CUDA device, whose context and stream a launch
+// takes (a call made under another current device misses and takes the Python path). Returns false where the call is not a native one (a tensor not on
 // CUDA, an argument that is not a tensor or None): the Python path decides those.
 bool signature(PyObject* tensors, PyObject* time_dim, PyObject* backend, std::string& key,
                std::vector<const at::Tensor*>& ts) {
@@ -143,6 +162,9 @@ bool signature(PyObject* tensors, PyObject* time_dim, PyObject* backend, std::st
     key.append(reinterpret_cast<const char*>(t.sizes().data()), sizeof(int64_t) * static_cast<size_t>(d));
     key.append(reinterpret_cast<const char*>(t.strides().data()), sizeof(int64_t) * static_cast<size_t>(d));
   }
+  // asked only now that the tensors are known to be on CUDA (without it, it throws)
+  int64_t current = static_cast<int64_t>(c10::cuda::current_device());
+  key.append(reinterpret_cast<const char*>(&current), sizeof(current));
   return true;
 }
 
@@ -196,7 +218,7 @@ PyObject* table_new(PyTypeObject* type, PyObject*, PyObject*) {
 // outputs come as a tuple (result None or left out), as an instance of result (a tuple
 // subclass: the estimator's named result), or the first output alone (result 1: the
 // estimators of one output), so the functional API returns what the C++ call gives.
-PyObject* table_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+PyObject* table_call_impl(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if ((nargs != 3 && nargs != 4) || !PyTuple_Check(args[0])) {
     PyErr_SetString(PyExc_TypeError, "Table.call: expected (tensors: tuple, time_dim, backend[, result])");
     return nullptr;
@@ -294,9 +316,10 @@ bool as_long(PyObject* o, long long& v) {
 
 // Table.add(tensors, time_dim, backend, steps, out_dtypes): arm the signature of these
 // tensors. steps: a list of (function, grid_x, grid_y, block, shared, params: bytes of one
-// little-endian 8-byte cell per parameter, slots: list of (param, src, index, align));
+// little-endian 8-byte cell per parameter, slots: list of (param, src, index, align), keep:
+// the object owning the function, held while the entry lives);
 // out_dtypes: a list of torch.dtype or None (the first tensor's). Returns whether it armed.
-PyObject* table_add(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+PyObject* table_add_impl(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 5 || !PyTuple_Check(args[0]) || !PyList_Check(args[3]) || !PyList_Check(args[4])) {
     PyErr_SetString(PyExc_TypeError, "Table.add: expected (tensors: tuple, time_dim, backend, steps: list, "
                                      "out_dtypes: list)");
@@ -310,14 +333,16 @@ PyObject* table_add(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* steps = args[3];
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(steps); ++i) {
     PyObject* st = PyList_GET_ITEM(steps, i);
-    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 7) {
-      PyErr_SetString(PyExc_TypeError, "Table.add: a step is (function, grid_x, grid_y, block, shared, params, slots)");
+    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 8) {
+      PyErr_SetString(PyExc_TypeError,
+                      "Table.add: a step is (function, grid_x, grid_y, block, shared, params, slots, keep)");
       return nullptr;
     }
     Step s;
     long long v[5];
     for (int k = 0; k < 5; ++k)
       if (!as_long(PyTuple_GET_ITEM(st, k), v[k])) return nullptr;
+    s.keep = PyRef(PyTuple_GET_ITEM(st, 7));
     s.function = reinterpret_cast<void*>(static_cast<uintptr_t>(v[0]));
     s.grid_x = static_cast<unsigned>(v[1]);
     s.grid_y = static_cast<unsigned>(v[2]);
@@ -374,6 +399,20 @@ PyObject* table_add(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (entries->size() >= 64) entries->clear();  // as CreditAssigner._replays
   (*entries)[key] = std::move(e);
   Py_RETURN_TRUE;
+}
+
+// torch's own translation of C++ errors into Python ones (an allocation that fails raises
+// torch.OutOfMemoryError, as torch.empty_like would; nothing may escape into Python's C code)
+PyObject* table_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  return table_call_impl(self, args, nargs);
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* table_add(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  return table_add_impl(self, args, nargs);
+  END_HANDLE_TH_ERRORS
 }
 
 PyObject* table_clear(PyObject* self, PyObject*) {
