@@ -180,6 +180,23 @@ def on_gpu(case: Case) -> Case:
     return Case(case.name, tuple(cuda(a) for a in case.args), {k: cuda(v) for k, v in case.kwargs.items()}, case.T)
 
 
+def misaligned(case: Case) -> Case:
+    """The same call with every tensor of at least one dim copied into a buffer one element
+    in: same shape and strides, a base address one element past a 16-byte boundary (kernels
+    specialised for aligned tensors must not be reused for it)."""
+
+    def shift(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor) or x.dim() == 0:
+            return x
+        buf = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
+        view = buf[1:].view(x.shape)
+        view.copy_(x)
+        return view
+
+    return Case(case.name, tuple(shift(a) for a in case.args), {k: shift(v) for k, v in case.kwargs.items()},
+                case.T)
+
+
 def to_time_major(case: Case) -> Case:
     """Re-lay every per-step tensor with time first (contiguous time-major storage)."""
     ref = case.args[0]

@@ -23,6 +23,7 @@ from tests.rollouts import (
     Case,
     assert_matches,
     make_case,
+    misaligned,
     on_gpu,
     to_time_major,
 )
@@ -636,18 +637,7 @@ def test_replay_fast_launch(name):
     assert seen and all(isinstance(n, str) and n for n in seen), f"launch hook saw {seen}"
 
     # the same signature with misaligned storage: an odd element offset into a larger buffer
-    case = on_gpu(make_case(name, shape, seed=9))
-
-    def shifted(x):
-        if not isinstance(x, torch.Tensor) or x.dim() == 0:
-            return x
-        buf = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
-        view = buf[1:].view(x.shape)
-        view.copy_(x)
-        return view
-
-    odd = Case(case.name, tuple(shifted(a) for a in case.args),
-               {k: shifted(v) for k, v in case.kwargs.items()}, case.T)
+    odd = misaligned(on_gpu(make_case(name, shape, seed=9)))
     _compare(odd, odd(backend="reference"), f"{name} misaligned replay")
 
 

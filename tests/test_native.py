@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from rltriton.kernels import launch, native
-from tests.rollouts import ESTIMATORS, Case, assert_matches, make_case, on_gpu, to_time_major
+from tests.rollouts import ESTIMATORS, Case, assert_matches, make_case, misaligned, on_gpu, to_time_major
 
 
 @pytest.fixture(scope="module")
@@ -176,17 +176,7 @@ def test_declines_to_python(name, loaded, monkeypatch):
 
     monkeypatch.setattr(launch.Replay, "__call__", counted)
 
-    def shifted(x):
-        if not isinstance(x, torch.Tensor) or x.dim() == 0:
-            return x
-        buf = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
-        view = buf[1:].view(x.shape)
-        view.copy_(x)
-        return view
-
-    case = on_gpu(make_case(name, shape, seed=10))
-    odd = Case(case.name, tuple(shifted(a) for a in case.args), {k: shifted(v) for k, v in case.kwargs.items()},
-               case.T)
+    odd = misaligned(on_gpu(make_case(name, shape, seed=10)))
     _check(odd, odd(backend="reference"), f"{name} misaligned", False)
     assert calls, "a misaligned call was not handed to the Python replay"
 
