@@ -23,8 +23,9 @@ failure, e.g. no C++ compiler, is warned about once and the calls take the Pytho
 
     python -m rltriton.kernels.native        # or rltriton.kernels.native.build()
 
-and ``RLTRITON_NATIVE=0`` turns it off. Without it every call takes the Python replay: the
-results are the same bit for bit, only the host time differs.
+and ``RLTRITON_NATIVE=0`` turns it off. It is Linux only, and off on a free-threaded Python
+(its table relies on the GIL). Without it every call takes the Python replay: the results are
+the same bit for bit, only the host time differs.
 
 Only the plain case is armed: one launch or several with no scratch buffers, each kernel
 compiled for one CTA a program with no cooperative grid, no programmatic dependent launch
@@ -135,6 +136,10 @@ def load() -> Any:
     _tried = True
     mode = _mode()
     if mode in ("0", "off", "false", "no") or not torch.cuda.is_available():
+        return None
+    # Linux only (dlopen of libcuda.so.1, as Triton's own launcher); and the table relies on the
+    # GIL for its thread safety, so a free-threaded Python keeps the Python replay
+    if not sys.platform.startswith("linux") or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return None
     path = module_path()
     try:
