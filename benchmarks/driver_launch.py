@@ -180,5 +180,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import os
+
+    os.environ["RLTRITON_NATIVE"] = "0"  # the Python replay's launch is what is swapped here
     print(torch.__version__, triton.__version__, torch.cuda.get_device_name())
     main()

@@ -174,6 +174,11 @@ def breakdown(names: list[str], shapes: list[tuple[int, int]]) -> None:
 
 
 if __name__ == "__main__":
+    # these variants are of the Python replay (launch._FastLaunch's switches); the compiled
+    # replay would serve the repeated calls past them (benchmarks/native_launch.py times it)
+    import os
+
+    os.environ["RLTRITON_NATIVE"] = "0"
     split = "--breakdown" in sys.argv
     argv = [a for a in sys.argv[1:] if a != "--breakdown"]
     names = argv[0].split(",") if argv else (["gae"] if split else ["gae", "vtrace", "td_lambda", "retrace"])
