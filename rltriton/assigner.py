@@ -521,8 +521,6 @@ class CreditAssigner(abc.ABC):
         the compiled replay is loaded; ``replay.native`` becomes False where it never can be."""
         from rltriton.kernels import native
 
-        if not native.ENABLED:
-            return
         if native.load() is None:  # off, not buildable, or no CUDA: for the whole process
             replay.native = False
             return

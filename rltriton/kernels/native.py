@@ -53,10 +53,6 @@ import torch
 _SOURCE = Path(__file__).with_name("native_replay.cpp")
 _NAME = "rltriton_native"
 
-# Whether the compiled replay is used where it is loaded (False: every call takes the Python
-# replay; for A/B timing, benchmarks/host.py).
-ENABLED = True
-
 _module: Any = None
 _tried = False
 _poison = False
