@@ -87,9 +87,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--graph-calls", type=int, default=50, help="calls captured per CUDA graph")
-    p.add_argument("--native", choices=("build", "auto", "off"), default="build",
+    p.add_argument("--native", choices=("build", "prebuilt", "off"), default="build",
                    help="rltriton's compiled replay of repeated calls (rltriton.kernels.native): build it when "
-                        "missing and use it (build, the default), use it only if already built (auto), or not (off)")
+                        "missing and use it (build, the default), use it only if already built (prebuilt), or not "
+                        "(off)")
     p.add_argument("--max-minutes", type=float, default=9.0,
                    help="stop starting new rows after this long (results so far are written)")
     p.add_argument("--seed", type=int, default=0)
@@ -829,10 +830,13 @@ def native_status() -> str:
     if ARGS.native == "off" or ARGS.smoke or not torch.cuda.is_available():
         os.environ["RLTRITON_NATIVE"] = "0"
         return "off: repeated calls take the Python replay"
-    if ARGS.native == "build":
+    if ARGS.native == "prebuilt":  # native.load() would otherwise build a missing module
+        os.environ["RLTRITON_NATIVE"] = "prebuilt"
+    else:  # built here, so that a failure's reason goes into the results
         try:
             native.build()
-        except RuntimeError as exc:
+        except (RuntimeError, OSError) as exc:
+            os.environ["RLTRITON_NATIVE"] = "0"  # no second attempt at the first repeated call
             return f"not built ({str(exc)[:200]}): repeated calls take the Python replay"
     if native.load() is None:
         return "not built: repeated calls take the Python replay"
