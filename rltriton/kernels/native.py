@@ -41,6 +41,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -202,8 +203,6 @@ def step_spec(fast) -> tuple | None:
     needing more than one CTA a program, a cooperative grid, programmatic dependent launch
     or scratch memory, a scratch buffer or an argument of a type not handled, or a parameter
     list whose sizes differ from the driver's."""
-    import struct
-
     if fast is None:
         return None
     c = fast.compiled
