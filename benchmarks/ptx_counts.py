@@ -120,6 +120,8 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
             "v2_loads": len(re.findall(r"\bld\.global[.a-z0-9]*\.v2", ptx)), "cvt": ttgir.count("convert_layout"),
             # a [BN, BT] layout with two rows a thread and every lane along rows (time-major lanes tiles)
             "rows_on_lanes": "sizePerThread = [2, 1], threadsPerWarp = [32, 1]" in ttgir,
+            # ... and with one row a thread (the narrow tiles, launch._TM_LANES_NARROW)
+            "row_on_lanes": "sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1," in ttgir,
             "reverse_scans": ttgir.count("reverse = true"), "bar": len(re.findall(r"\bbar\.sync|\bbarrier\.sync", ptx)),
             "cp_async": len(re.findall(r"\bcp\.async\.c[ag]\b", ptx))}
 
@@ -207,6 +209,13 @@ def static_checks(jobs: int = 1) -> dict[str, dict]:
         add(f"{name}_tm_lanes", kern, consts, 8, time_major=True)
     consts = dict(TRACES, BLOCK_N=64, BLOCK_T=64, PHASE=0, S_BLOCK=1, ONE_CHUNK=True, TM_W=8, TIME_MAJOR=False)
     add("traces_tm_lanes", F.forward_kernel, consts, 8, time_major=True)
+    # the narrow ones (32 rows, one a thread; launch._TM_LANES_NARROW): GAE's and TD(lambda)'s
+    # [32, 128] on 16 warps, V-trace's [32, 64] on 16 (4 steps a thread)
+    for name, bt in (("gae", 128), ("td_lambda", 128), ("vtrace", 64)):
+        kern, extra = KERNELS[name]
+        consts = {**BASE, **extra, "BLOCK_N": 32, "BLOCK_T": bt, "PHASE": 0, "S_BLOCK": 1, "ONE_CHUNK": True,
+                  "GROUP_TILES": 5, "TM_W": 16, "TIME_MAJOR": False, "LAGGED": False}
+        add(f"{name}_tm_lanes_narrow", kern, consts, 16, time_major=True)
     # 8-step rows, [32, 8] tiles on 4 warps (launch._TINY_WARP_ELEMS), in time order scanned in
     # reverse and in descending time scanned forward (GROUP_TILES = 6, launch._DESC_MAX_T)
     for name, (kern, extra) in KERNELS.items():

@@ -247,3 +247,28 @@ def ref_dtype(case: Case) -> torch.dtype:
             return torch.float64
     return torch.float32
 
+
+
+def tm_lanes_tiles(launch, lengths: tuple[int, ...], steps: tuple[int, int] | None = None,
+                   forms: tuple[str, ...] | None = None, narrow: float = 0.0) -> dict:
+    """A ``launch._TM_LANES_TILES`` in which each kernel form of ``forms`` (default: every
+    one, the forward scans too) takes the time-major lanes tiles of each of ``lengths`` steps
+    on any number of programs: ``steps`` consecutive steps a thread (short, long: on tiles of
+    at most 32 steps, on longer ones; None: the form's own, from its shipped tile of that
+    length or else of the nearest length it has, with that tile's rule for few programs),
+    narrow tiles (``launch._TM_LANES_NARROW_ROWS`` rows) up to ``narrow`` programs an SM
+    (``float("inf")``: always, where ``launch._TM_LANES_NARROW``)."""
+    inf = float("inf")
+    table = {}
+    for form in forms or (*launch._FORMS, "forward"):
+        own = launch._TM_LANES_TILES.get(form, {})
+        tiles = {}
+        for bt in lengths:
+            if steps is not None:
+                tile = launch.TmLanesTile(0.0, inf, steps[0] if bt <= 32 else steps[1], None, narrow)
+            else:
+                near = own.get(bt) or own[min(own, key=lambda b: abs(b - bt))]
+                tile = launch.TmLanesTile(0.0, inf, near.steps, near.few if bt in own else None, narrow)
+            tiles[bt] = tile
+        table[form] = tiles
+    return table

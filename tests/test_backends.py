@@ -20,6 +20,7 @@ from tests.rollouts import (
     Case,
     assert_matches,
     make_case,
+    tm_lanes_tiles,
     to_time_major,
 )
 
@@ -1214,7 +1215,11 @@ def test_tm_div(name, monkeypatch, poisoned):
     13 rows take none."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
-    monkeypatch.setattr(poisoned, "_TM_LANES_MIN_PROGRAMS", 0)
+    # the tiles that take the default fewest programs take any number (V-trace's 64-step tiles
+    # and the action form's keep their own bounds)
+    monkeypatch.setattr(poisoned, "_TM_LANES_TILES", {
+        form: {bt: t._replace(min_programs=0.0) if t.min_programs == poisoned._TM_LANES_MIN_PROGRAMS else t
+               for bt, t in tiles.items()} for form, tiles in poisoned._TM_LANES_TILES.items()})
     monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
     monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)
     monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)  # one pass for these few row programs
@@ -1239,30 +1244,29 @@ def test_tm_div(name, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("rows", [64, 32])
 @pytest.mark.parametrize("steps", [(4, 8), (2, 4)], ids=["k4-k8", "k2-k4"])
 @pytest.mark.parametrize("name", ESTIMATORS)
-def test_tm_lanes_tiles(name, steps, monkeypatch, poisoned):
+def test_tm_lanes_tiles(name, steps, rows, monkeypatch, poisoned):
     """launch._TM_LANES: time-major rows along the lanes, time along the warps, K consecutive
     steps a thread (``GROUP_TILES = 5``, scan.tm_lanes_scan): 8-step tiles on 2 warps and 16 on
     4, 4 steps a thread (T = 7 and 9, padded inside the tile; rows short of a tile), 32 on 8
     (a whole tile of rows), 64 on 8 warps, 8 steps a thread (T = 63 over two row programs, the
-    last partial); or (``steps``: launch._TM_LANES_STEPS, V-trace's
-    default and the lagged forms' at 64 steps) each on twice the warps, 2 steps a thread up to
-    32-step tiles and 4 beyond; the bootstrap forms in turn, truncations and
+    last partial); or (``steps``: launch._TM_LANES_TILES's, V-trace's
+    shorter tiles and the lagged forms' 64-step ones) each on twice the warps, 2 steps a thread up to
+    32-step tiles and 4 beyond; 64 rows a program, or (``rows``) the narrow tiles' 32 (one a
+    thread, launch._TM_LANES_NARROW); the bootstrap forms in turn, truncations and
     terminations, both Retrace kernel forms with and without the lagged algebra, NaN-poisoned
     outputs, against the float64 reference. Every form takes the tiles here, the forward scans
-    too (the plans give Retrace's action form 32- and 64-step tiles only, launch._TM_LANES_FORM_BOUNDS),
+    too (the plans give Retrace's action form 32- and 64-step tiles only, launch._TM_LANES_TILES),
     so the kernel code is checked for all."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_TM_LANES", True)
-    monkeypatch.setattr(poisoned, "_TM_LANES_MIN_PROGRAMS", 0)
-    monkeypatch.setattr(poisoned, "_TM_LANES_FORM_BOUNDS", {})
-    monkeypatch.setattr(poisoned, "_TM_LANES_TILE_BOUNDS", {})
-    monkeypatch.setattr(poisoned, "_TM_LANES_MAX_T", dict.fromkeys((*poisoned._FORMS, "forward"), 64))
+    monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", rows == 32)
+    monkeypatch.setattr(poisoned, "_TM_LANES_TILES", tm_lanes_tiles(poisoned, (8, 16, 32, 64), steps=steps,
+                                                                    narrow=float("inf")))
     short, long = steps
-    monkeypatch.setattr(poisoned, "_TM_LANES_STEPS", dict.fromkeys((*poisoned._FORMS, "forward"), steps))
-    monkeypatch.setattr(poisoned, "_TM_LANES_FEW_STEPS", {})
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("GROUP_TILES", pl.tm_lanes and 5), kw.get("TM_W"),
                                                              pl.block_n, pl.block_t))
     poisoned.clear_caches()
@@ -1270,7 +1274,8 @@ def test_tm_lanes_tiles(name, steps, monkeypatch, poisoned):
         check_short_row_forms(name, ((20, 7), (70, 63), (64, 30), (30, 9)), monkeypatch, poisoned, time_major=True,
                               rotate=True)
         # the tile of each shape, whose bootstrap form (in turn) the action form may not take
-        tiles = [(5, 8 // short, 64, 8), (5, 64 // long, 64, 64), (5, 32 // short, 64, 32), (5, 16 // short, 64, 16)]
+        tiles = [(5, 8 // short, rows, 8), (5, 64 // long, rows, 64), (5, 32 // short, rows, 32),
+                 (5, 16 // short, rows, 16)]
         expected = {t for t, b in zip(tiles, BOOTSTRAP_FORMS) if not (name == "retrace_av" and b == "next_values")}
         assert set(seen) == expected, seen
     finally:
@@ -1303,77 +1308,92 @@ def test_tm_lanes_chunks(name, segments, monkeypatch, poisoned):
 
 
 def test_tm_lanes_tiles_reach(monkeypatch):
-    """The time-major lanes tiles (launch._tm_lanes_plan) take time-major rows of
-    _TM_LANES_MIN_T to the form's _TM_LANES_MAX_T steps with rows for a quarter of the SMs or
-    more (at 128 steps, at most two programs an SM): not batch-major rows, not 4-step rows,
-    not rows too few, not a form without a bound, not float64 arithmetic (no form then), not
-    with ``_TM_LANES`` off. Retrace's action form (launch._TM_LANES_FORM_BOUNDS) takes
-    32-step tiles only (rows of 17-32 steps) under a bound of 32, from 0.75 programs an SM; the
-    lagged forms' 64-step tiles, V-trace's bounds of its own (_TM_LANES_TILE_BOUNDS), the steps
-    a thread by form and on few programs (_TM_LANES_STEPS, _TM_LANES_FEW_STEPS)."""
+    """The time-major lanes tiles (launch._tm_lanes_plan) as launch._TM_LANES_TILES ships them:
+    time-major rows of 5 to 128 steps (GAE, TD(lambda), the forward scans; V-trace and
+    Retrace up to 64; the action form 17 to 64) with rows for a quarter of the SMs' 64-row
+    programs or more, at 128 steps at most two an SM, V-trace's 64-step tiles on 0.75 to 2, the
+    action form's from 0.75: not batch-major rows, not 4-step rows, not rows too few, not a form
+    without tiles, not float64 arithmetic (no form then), not with ``_TM_LANES`` off. Steps a
+    thread by form and tile (V-trace 2 on short tiles, the lagged forms 4 at 64 steps, GAE's
+    and TD(lambda)'s 64-step tiles 4 on at most one program an SM), and the narrow tiles (32
+    rows, ``_TM_LANES_NARROW``) where their programs are about a wave."""
     import torch
 
     from rltriton.kernels import launch
     from rltriton.kernels.launch import _tm_lanes_plan, plan_for
 
-    for key, value in {"_TM_LANES": True, "_TM_LANES_MIN_T": 8, "_TM_LANES_MIN_PROGRAMS": 0.25,
-                       "_TM_LANES_MAX_PROGRAMS_128": 2.0,
-                       "_TM_LANES_MAX_T": {"gae": 128, "td_lambda": 128, "vtrace": 32, "retrace": 32,
-                                           "retrace_actions": 32, "forward": 128},
-                       "_TM_LANES_FORM_BOUNDS": {"retrace_actions": (32, 0.75)}, "_TM_LANES_STEPS": {},
-                       "_TM_LANES_FEW_STEPS": {}}.items():
-        monkeypatch.setattr(launch, key, value)
+    monkeypatch.setattr(launch, "_TM_LANES", True)
+    monkeypatch.setattr(launch, "_TM_LANES_NARROW", False)
     launch.clear_caches()
     cpu = torch.device("cpu")
     sms = launch._DEFAULT_SMS
     pl = plan_for(16384, 64, cpu, time_major=True, form="gae")
     assert pl.tm_lanes and (pl.block_n, pl.block_t, pl.num_warps) == (64, 64, 8) and not pl.time_major, pl
-    assert plan_for(16384, 20, cpu, time_major=True, form="vtrace").tm_lanes  # 32-step tiles, padded
     assert (plan_for(32768, 8, cpu, time_major=True, form="td_lambda").num_warps,
             plan_for(32768, 16, cpu, time_major=True, form="td_lambda").num_warps) == (2, 4)  # 4 steps a thread
     assert not plan_for(16384, 64, cpu, form="gae").tm_lanes  # batch-major
-    assert not plan_for(16384, 64, cpu, time_major=True, form="vtrace").tm_lanes  # beyond V-trace's bound
     assert not plan_for(16384, 4, cpu, time_major=True, form="gae").tm_lanes
-    assert plan_for(16384, 32, cpu, time_major=True, form="retrace_actions").tm_lanes
-    assert plan_for(16384, 20, cpu, time_major=True, form="retrace_actions").tm_lanes  # 32-step tiles, padded
-    for R, T in ((16384, 16), (32768, 8), (16384, 64), (16384, 128)):
-        assert not plan_for(R, T, cpu, time_major=True, form="retrace_actions").tm_lanes, (R, T)
-    few = 64 * (-(-3 * sms // 4) - 1)  # one 64-row program short of 0.75 an SM
-    assert _tm_lanes_plan(few + 64, 32, sms, "retrace_actions") is not None
-    assert _tm_lanes_plan(few, 32, sms, "retrace_actions") is None and _tm_lanes_plan(few, 32, sms, "retrace")
+    assert plan_for(16384, 5, cpu, time_major=True, form="gae").tm_lanes  # an 8-step tile, padded
+    assert not plan_for(16384, 129, cpu, time_major=True, form="gae").tm_lanes
+    assert not plan_for(16384, 65, cpu, time_major=True, form="vtrace").tm_lanes  # V-trace: up to 64
+    assert not plan_for(16384, 65, cpu, time_major=True, form="retrace").tm_lanes
     assert plan_for(16384, 32, cpu, time_major=True, form="forward").tm_lanes  # the forward scans
     assert not plan_for(16384, 32, cpu, time_major=True, form=None).tm_lanes  # float64
+    assert not plan_for(16384, 32, cpu, time_major=True, form="bogus").tm_lanes
     rows = 64 * (sms // 4 + 1)  # a quarter of the SMs' worth of 64-row programs, rounded up
     assert _tm_lanes_plan(rows, 32, sms, "gae") is not None and _tm_lanes_plan(rows - 128, 32, sms, "gae") is None
     assert _tm_lanes_plan(64 * 2 * sms, 128, sms, "gae") is not None
     assert _tm_lanes_plan(64 * 2 * sms + 64, 128, sms, "gae") is None  # 128 steps: at most 2 programs an SM
-    # the lagged forms' 64-step tiles: 4 steps a thread (_TM_LANES_STEPS), V-trace's on 0.75 to
-    # 2 programs an SM (_TM_LANES_TILE_BOUNDS), Retrace's on any number from a quarter
-    monkeypatch.setattr(launch, "_TM_LANES_MAX_T", {**launch._TM_LANES_MAX_T, "vtrace": 64, "retrace": 64,
-                                                    "retrace_actions": 64})
-    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": (4, 4), "retrace": (4, 4), "retrace_actions": (4, 4)})
-    monkeypatch.setattr(launch, "_TM_LANES_TILE_BOUNDS", {("vtrace", 64): (0.75, 2.0)})
-    launch.clear_caches()
+    assert _tm_lanes_plan(64 * 2 * sms + 64, 64, sms, "gae") is not None  # (64: no upper bound)
+    # Retrace's action form: 32- and 64-step tiles (rows of 17 to 64 steps) from 0.75 programs an SM
+    assert plan_for(16384, 32, cpu, time_major=True, form="retrace_actions").tm_lanes
+    assert plan_for(16384, 20, cpu, time_major=True, form="retrace_actions").tm_lanes  # 32-step tiles, padded
+    for R, T in ((16384, 16), (32768, 8), (16384, 128)):
+        assert not plan_for(R, T, cpu, time_major=True, form="retrace_actions").tm_lanes, (R, T)
+    few = 64 * (-(-3 * sms // 4) - 1)  # one 64-row program short of 0.75 an SM
+    assert _tm_lanes_plan(few + 64, 32, sms, "retrace_actions") is not None
+    assert _tm_lanes_plan(few, 32, sms, "retrace_actions") is None and _tm_lanes_plan(few, 32, sms, "retrace")
+    # the lagged forms' 64-step tiles: 4 steps a thread (16 warps), V-trace's on 0.75 to 2
+    # programs an SM, Retrace's on any number from a quarter
     for form, R, taken in (("vtrace", 16384, True), ("vtrace", 8192, True), ("vtrace", 32768, False),
                            ("vtrace", 4096, False), ("retrace", 32768, True), ("retrace", 4096, True),
                            ("retrace_actions", 16384, True), ("retrace_actions", 4096, False)):
         pl = plan_for(R, 64, cpu, time_major=True, form=form)
         assert pl.tm_lanes == taken and (not taken or pl.num_warps == 16), (form, R, pl)
     assert _tm_lanes_plan(64 * 2 * sms, 64, sms, "vtrace") and not _tm_lanes_plan(64 * 2 * sms + 64, 64, sms, "vtrace")
-    assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 8  # 32-step tiles: no bounds
-    monkeypatch.setattr(launch, "_TM_LANES_STEPS", {"vtrace": (2, 4)})  # up to 32-step tiles, by form
-    launch.clear_caches()
+    # V-trace's shorter tiles: 2 steps a thread (twice the warps of the other forms')
     assert plan_for(32768, 32, cpu, time_major=True, form="vtrace").num_warps == 16
     assert plan_for(32768, 8, cpu, time_major=True, form="vtrace").num_warps == 4
     assert plan_for(32768, 32, cpu, time_major=True, form="retrace").num_warps == 8
-    # fewer steps a thread on few programs (_TM_LANES_FEW_STEPS): GAE's 64-step tiles on at
-    # most one program an SM take 4 (16 warps), on more the form's 8
-    monkeypatch.setattr(launch, "_TM_LANES_FEW_STEPS", {("gae", 64): (1.0, 4)})
-    launch.clear_caches()
-    assert _tm_lanes_plan(64 * sms, 64, sms, "gae").num_warps == 16
-    assert _tm_lanes_plan(64 * sms + 64, 64, sms, "gae").num_warps == 8
-    assert _tm_lanes_plan(64 * sms, 64, sms, "td_lambda").num_warps == 8
+    # fewer steps a thread on few programs: GAE's and TD(lambda)'s 64-step tiles on at most one
+    # program an SM take 4 (16 warps), on more the form's 8; not the forward scans', not at 128
+    for form in ("gae", "td_lambda"):
+        assert _tm_lanes_plan(64 * sms, 64, sms, form).num_warps == 16
+        assert _tm_lanes_plan(64 * sms + 64, 64, sms, form).num_warps == 8
+    assert _tm_lanes_plan(64 * sms, 64, sms, "forward").num_warps == 8
     assert _tm_lanes_plan(64 * sms, 128, sms, "gae").num_warps == 16  # (128 steps: the form's 8)
+    assert all(_tm_lanes_plan(R, T, sms, f).block_n == 64 for R in (4096, 8192) for T in (64, 128)
+               for f in ("gae", "vtrace", "forward") if _tm_lanes_plan(R, T, sms, f))
+    # narrow tiles (Triton < 3.7): 32 rows a program where those programs are at most two an SM
+    # at 64 steps (not the forward scans') and one at 128, V-trace's 64-step tiles throughout
+    # their bounds, never the action form's; the bounds above still count 64-row programs
+    monkeypatch.setattr(launch, "_TM_LANES_NARROW", True)
+    launch.clear_caches()
+    narrow = {(f, R, T): _tm_lanes_plan(R, T, sms, f).block_n
+              for f in ("gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward")
+              for R in (4096, 8192, 16384, 32768) for T in (32, 64, 128) if _tm_lanes_plan(R, T, sms, f)}
+    assert {k for k, rows in narrow.items() if rows == 32} == {
+        ("gae", 4096, 64), ("gae", 8192, 64), ("gae", 4096, 128), ("td_lambda", 4096, 64), ("td_lambda", 8192, 64),
+        ("td_lambda", 4096, 128), ("vtrace", 8192, 64), ("vtrace", 16384, 64), ("retrace", 4096, 64),
+        ("retrace", 8192, 64), ("forward", 4096, 128)}, narrow
+    assert set(narrow.values()) == {32, 64}
+    assert _tm_lanes_plan(32 * 2 * sms, 64, sms, "gae").block_n == 32
+    assert _tm_lanes_plan(32 * 2 * sms + 32, 64, sms, "gae").block_n == 64
+    assert _tm_lanes_plan(32 * sms + 32, 128, sms, "td_lambda").block_n == 64
+    assert _tm_lanes_plan(8192, 64, sms, "gae").num_warps == 16  # (few programs: 4 steps a thread)
+    forced = tm_lanes_tiles(launch, (8, 64), narrow=float("inf"))
+    monkeypatch.setattr(launch, "_TM_LANES_TILES", forced)
+    assert _tm_lanes_plan(64, 8, sms, "retrace_actions").block_n == 32  # (tests force every tile)
     monkeypatch.setattr(launch, "_TM_LANES", False)
     assert _tm_lanes_plan(16384, 32, sms, "gae") is None
     launch.clear_caches()

@@ -25,6 +25,7 @@ from tests.rollouts import (
     make_case,
     misaligned,
     on_gpu,
+    tm_lanes_tiles,
     to_time_major,
 )
 
@@ -225,15 +226,16 @@ def test_lane_tiles(shape, name, dtype, shapes, monkeypatch):
 def test_tm_lanes_tiles(shape, name, dtype, monkeypatch):
     """launch._TM_LANES forced onto every form (the forward scans too) at 8-128 steps of
     time-major storage, however few the rows: rows along the lanes and time along the warps
-    (``GROUP_TILES = 5``), 2, 4 and 8 steps a thread on 2-32 warps, rows filling their tiles and
+    (``GROUP_TILES = 5``), 2, 4 and 8 steps a thread on 2-32 warps, 64 rows a program or (at
+    32, 63 and 128 steps) the narrow tiles' 32, rows filling their tiles and
     padded inside them, a last tile of fewer rows, the bootstrap forms in turn, float32 and
     bfloat16 inputs, repeated so that a replay runs too."""
     from rltriton.kernels import launch
 
-    settings = {"_TM_LANES": True, "_TM_LANES_MIN_T": 4, "_TM_LANES_MIN_PROGRAMS": 0, "_TM_LANES_FORM_BOUNDS": {},
-                "_TM_LANES_TILE_BOUNDS": {}, "_TM_LANES_MAX_PROGRAMS_128": 1e9,
-                "_TM_LANES_MAX_T": dict.fromkeys((*launch._FORMS, "forward"), 128)}
     k = [(32768, 8), (4500, 32), (9000, 63), (1000, 17), (300, 5), (8448, 128)].index(shape)
+    narrow = k in (1, 2, 5)  # 32 rows a program (launch._TM_LANES_NARROW: Triton < 3.7)
+    settings = {"_TM_LANES": True, "_TM_LANES_NARROW": narrow,
+                "_TM_LANES_TILES": tm_lanes_tiles(launch, (4, 8, 16, 32, 64, 128), narrow=float("inf"))}
     used = _forced(monkeypatch, settings, name, shape, 13, "tm lanes",
                    lambda pl, kw: kw.get("GROUP_TILES", 5 if pl.tm_lanes else None), time_major=True, dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from rltriton.kernels import launch
 from tests.conftest import INTERPRET, use_small_tiles
-from tests.rollouts import assert_matches, make_case
+from tests.rollouts import assert_matches, make_case, tm_lanes_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,6 +69,8 @@ def _run(name, shape, time_major=False, dtype=torch.float32):
         assert_matches(o, r, case, f"{name}[{i}]")
 
 
+# GAE's and TD(lambda)'s time-major lanes tiles of 8 to 64 steps on any number of programs
+_TM_TILES = tm_lanes_tiles(launch, (8, 16, 32, 64), forms=("gae", "td_lambda"))
 # (launch settings, estimator, shape, time-major, dtype) -> the scans it must make
 CASES = {
     "time-order": ({"_GROUP_TILES": False, "_GROUP_SCAN": False}, "gae", (3, 40), False, torch.float32,
@@ -90,10 +93,9 @@ CASES = {
     "lanes-cut": ({"_ROW_LANES": True, "_ROW_LANES_MIN_PROGRAMS": 0,
                    "_ROW_LANES_MAX_T": {"gae": 64, "td_lambda": 64}}, "td_lambda", (9, 32), False, torch.float32,
                   {("affine_combine_lagged_cut", 3, 2, "float32")}),
-    "tm-lanes": ({"_TM_LANES": True, "_TM_LANES_MIN_PROGRAMS": 0, "_TM_LANES_MAX_T": {"gae": 64, "td_lambda": 64}},
+    "tm-lanes": ({"_TM_LANES": True, "_TM_LANES_TILES": _TM_TILES},
                  "gae", (20, 16), True, torch.float32, {("affine_combine_lagged", 3, 1, "float32")}),
-    "tm-lanes-cut": ({"_TM_LANES": True, "_TM_LANES_MIN_PROGRAMS": 0,
-                      "_TM_LANES_MAX_T": {"gae": 64, "td_lambda": 64}}, "td_lambda", (20, 16), True, torch.float32,
+    "tm-lanes-cut": ({"_TM_LANES": True, "_TM_LANES_TILES": _TM_TILES}, "td_lambda", (20, 16), True, torch.float32,
                      {("affine_combine_lagged_cut", 3, 1, "float32")}),
 }
 

@@ -253,6 +253,26 @@ def test_tm_lanes_tiles(counts, name):
     assert st["shfl"] <= 32, st
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace"])
+def test_tm_lanes_narrow_tiles(counts, name):
+    """The narrow time-major lanes tiles (32 rows, launch._TM_LANES_NARROW: GAE's and
+    TD(lambda)'s [32, 128] and V-trace's [32, 64] on 16 warps) where the planner gives them,
+    Triton < 3.7: one row a thread on every lane (scalar accesses), the scan inside each
+    thread and the warps' maps through shared memory as on the 64-row tiles, and no more
+    shuffles than those (16 for GAE with Triton 3.6). Triton 3.7 on gives a [32, BT] tile's
+    lanes to its time axis (a tie between axes of contiguity 1 goes to the last), 128 shuffles
+    a thread for GAE with 3.8, so the planner keeps 64 rows there."""
+    from rltriton.kernels import launch, scan
+
+    st = counts[f"{name}_tm_lanes_narrow"]
+    assert launch._TM_LANES_NARROW == (scan.triton_version() < (3, 7))
+    if launch._TM_LANES_NARROW:
+        assert st["row_on_lanes"] and st["reverse_scans"] == 0 and st["v4"] == 0, st
+        assert st["shfl"] <= 32, st
+    else:
+        assert not st["row_on_lanes"], st  # (if this fails, Triton lays them out as 3.6 does: time them)
+
+
 # (the forward kernel has no lanes tiles)
 @pytest.mark.parametrize("name, form", [(n, f) for n in ("gae", "td_lambda", "vtrace", "retrace", "retrace_av")
                                         for f in ("default", "lanes")] + [("traces", "default")])

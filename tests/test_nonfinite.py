@@ -14,8 +14,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rltriton.kernels import launch
 from tests.conftest import INTERPRET, plans_used, use_small_tiles
-from tests.rollouts import ESTIMATORS, Case, make_case, to_time_major, tolerance
+from tests.rollouts import ESTIMATORS, Case, make_case, tm_lanes_tiles, to_time_major, tolerance
 
 # SPEC.md writes TD(lambda)'s and discounted returns' cut as a choice (X_t = nv_t at done_t),
 # so a non-finite G_{t+1} does not reach G_t there: their scans cut where b = 0 (scan.times,
@@ -81,10 +82,8 @@ MODES = {
                                                               "retrace_actions"), 64), other_order=True),
     # time-major rows along the lanes, time along the warps (launch._TM_LANES, GROUP_TILES = 5)
     # for every form, at 40 steps: 8 steps a thread on 8 warps, the tile padded
-    "time-major-lanes": dict(small=False, _TM_LANES=True, _TM_LANES_MIN_PROGRAMS=0, _TM_LANES_FORM_BOUNDS={},
-                             _TM_LANES_TILE_BOUNDS={},
-                             _TM_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace",
-                                                            "retrace_actions", "forward"), 64)),
+    "time-major-lanes": dict(small=False, _TM_LANES=True,
+                             _TM_LANES_TILES=tm_lanes_tiles(launch, (8, 16, 32, 64))),
 }
 # rows laid end to end (launch._GROUP_SCAN_FLAT: Triton < 3.7, tiles of 16-64 steps, rows of 9-64): a row's last
 # step ignores the row scanned before it by a 0 coefficient, so the estimators whose episode

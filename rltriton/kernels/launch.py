@@ -566,110 +566,135 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     return Plan(block_n, p2, warps, 1, p2, lanes=True)
 
 
+_TM_LANES = True
+_TM_LANES_ROWS = 64  # rows a program (two a thread); _TM_LANES_NARROW_ROWS where a tile's narrow bound says
+_TM_LANES_NARROW_ROWS = 32
+# Narrow tiles (32 rows a program, one a thread, a 4-byte access along all 32 lanes) where the
+# 64-row programs are too few for the SMs. Triton 3.6 lays a [32, BT] tile out with the lanes
+# along rows as wanted; 3.8 gives them to the time axis (the tie between two axes of contiguity
+# 1 goes to the last), 128 shuffles a thread against 16 for GAE [32, 128] on 16 warps, so the
+# narrow tiles are for Triton < 3.7 only. H200, Triton 3.6 (benchmarks/ab.py,
+# 2026-12-02-h200-s25-ab.txt), time-major, 64 -> 32 rows, us: GAE 4096 x 128 4.6 -> 4.0,
+# TD(lambda) 4.2 -> 3.5, discounted returns 3.5 -> 3.2; TD(lambda) 4096 x 64 2.8 -> 2.4,
+# discounted returns 2.5 -> 2.3, Retrace 3.6 -> 3.3; GAE 8192 x 64 3.6 -> 3.4, V-trace 4.5 ->
+# 3.9, Retrace 4.4 -> 4.2; V-trace 16384 x 64 7.4 -> 6.4. But 32-row programs beyond about a
+# wave lost (8192 x 128: GAE 5.5 -> 5.8, traces 4.0 -> 4.5; 16384 x 64: TD(lambda) 4.3 -> 4.7,
+# Retrace 5.7 -> 6.4; 32768 x 32 every form, GAE 4.4 -> 4.8), and 4096 x 32 moved by at most 0.1.
+_TM_LANES_NARROW = _triton_version() < (3, 7)
+_TM_LANES_MIN_PROGRAMS = 0.25  # programs an SM: a tile's fewest unless it says otherwise
+
+
+class TmLanesTile(NamedTuple):
+    """A form's time-major lanes tile of a number of steps (``_TM_LANES_TILES``): taken on
+    ``min_programs`` to ``max_programs`` programs of ``_TM_LANES_ROWS`` rows an SM, with
+    ``steps`` consecutive steps a thread (at most the tile's), or ``few[1]`` on at most
+    ``few[0]`` programs an SM; narrow (``_TM_LANES_NARROW_ROWS`` rows a program) while those
+    programs are at most ``narrow`` an SM."""
+
+    min_programs: float
+    max_programs: float
+    steps: int
+    few: tuple[float, int] | None = None
+    narrow: float = 0.0
+
+
+def _tm_tiles(steps: dict[int, int], min_programs: float = _TM_LANES_MIN_PROGRAMS,
+              **own: dict) -> dict[int, TmLanesTile]:
+    """A form's entry of ``_TM_LANES_TILES``: for each tile length, its steps a thread, from
+    ``min_programs`` programs an SM with no upper bound, then the fields of ``own[f"t{steps}"]``."""
+    return {bt: TmLanesTile(min_programs, float("inf"), k)._replace(**own.get(f"t{bt}", {}))
+            for bt, k in steps.items()}
+
+
 # Time-major lanes tiles (scan.tm_lanes_scan, GROUP_TILES = 5) for many short time-major
 # rows: 64 rows a program, two a thread (one 8-byte access; every lane along rows), the warps
-# along time, each thread K consecutive steps (K = 4 up to 32-step tiles, else 8) scanned in
-# registers, then across the warps through shared memory; one chunk a row. The time-major
-# tiles (plan_time_major) hold 4 rows by 4 steps a thread with lanes along time too: at 142
-# registers and one warp a program they ran ~4 warps an SM at 16384 x 64 (Nsight Compute,
-# 2026-12-01-h200-s19-ncu.txt). H200, Triton 3.6 (benchmarks/ab.py,
-# 2026-12-01-h200-s19-ab-tm-lanes*.txt), time-major tiles -> these, us: discounted returns
-# 16384 x 64 5.8 -> 3.7, TD(lambda) 8192 x 128 7.9 -> 4.8, GAE 32768 x 32 5.5 -> 4.5, traces
-# 8192 x 128 5.9 -> 4.0; at 128 steps GAE lost with 512 programs (32768 x 128: 21.4 -> 25.2
-# as one chunk in a prototype, 2026-12-01-h200-s19-proto-tm-lanes.txt; 21 -> 46 in chunks of
-# 64), hence _TM_LANES_MAX_PROGRAMS_128. V-trace and Retrace (the lagged scan, a
-# 4-tuple in registers) gain up to 32 steps (V-trace 32768 x 8 3.5 -> 2.9, Retrace 32768 x 32
-# 7.1 -> 5.0) and lose from 64 with 8 steps a thread (V-trace 32768 x 64 13.2 -> 26.5); at 64
-# they take 4 since session 23 (_TM_LANES_STEPS, V-trace within _TM_LANES_TILE_BOUNDS), hence
-# the bounds by form (_TM_LANES_MAX_T; Retrace's action form below). On for every Triton
-# version: the rows' contiguity, not a tie between axes, decides the layout, and Triton 3.8
-# builds the same one (tests/test_kernels_static.py::test_tm_lanes_tiles; GAE [64, 64] on 8
-# warps: 80 registers and 52 SASS instructions an element with 3.6 and 3.8), though only 3.6
-# was timed.
-_TM_LANES = True
-_TM_LANES_MIN_T = 8
-_TM_LANES_MAX_T = {"gae": 128, "td_lambda": 128, "vtrace": 64, "retrace": 64, "retrace_actions": 64,
-                   "forward": 128}
-# Retrace's action form takes them at 32 and 64 steps only, from 0.75 programs an SM (its entry:
-# the shortest tile, the fewest programs an SM, in place of _TM_LANES_MIN_T and
-# _TM_LANES_MIN_PROGRAMS). H200, Triton 3.6 (benchmarks/ab.py, 2026-12-02-h200-s22-ab-av.txt),
-# time-major tiles -> these, us: 8192 x 32 5.1 -> 4.6, 16384 x 32 14.7 -> 6.6, 32768 x 32
-# 27.0 -> 18.7 (batch-major: 6.6 and 18.8); but 4096 x 32 3.5 -> 3.8, 8192 x 8 2.7 -> 3.3,
-# 4096 x 8 2.2 -> 3.0, 16384 x 16 equal; at 64 steps, 8 steps a thread, 4096 x 64 5.2 -> 7.7,
-# 32768 x 64 40.0 -> 51.7; at 128 4096 x 128 8.0 -> 11.2, though 16384 x 128 51.3 -> 41.9.
-# With 4 steps a thread at 64 (_TM_LANES_STEPS; 2026-12-02-h200-s23-ab-tm-few.txt): 16384 x 64
-# 27.6 -> 20.4 (batch-major 17.9), 8192 x 40 6.2 -> 5.5, 32768 x 64 39.8 -> 39.3, 8192 x 64
-# equal (7.2).
-_TM_LANES_FORM_BOUNDS = {"retrace_actions": (32, 0.75)}
-_TM_LANES_ROWS = 64
-_TM_LANES_MIN_PROGRAMS = 0.25  # programs an SM
-_TM_LANES_MAX_PROGRAMS_128 = 2.0
-# Steps a thread by form: (on tiles of at most 32 steps, on longer ones); _TM_LANES_STEPS_DEFAULT
-# otherwise. The lagged forms (V-trace, Retrace's sampled form; the action form's tiles start
-# at 32 steps, _TM_LANES_FORM_BOUNDS) take 64-step tiles with 4 (16 warps). H200, Triton 3.6
-# (benchmarks/ab.py, 2026-12-02-h200-s23-ab-tm-lanes-lagged.txt), time-major tiles -> these, us:
-# Retrace 16384 x 64 7.9 -> 5.6 (batch-major 4.6), 32768 x 64 15.4 -> 14.8, 8192 x 64 4.6 ->
-# 4.4, 4096 x 64 3.4 -> 3.3; V-trace 16384 x 64 10.3 -> 7.2 (batch-major 5.8), 8192 x 64 4.4
-# -> 4.4, but 32768 x 64 13.3 -> 18.2 and 4096 x 64 3.5 -> 3.8 (session 19 likewise: 10.2 ->
-# 7.4, 13.0 -> 18.7), hence V-trace's bounds in _TM_LANES_TILE_BOUNDS. 128-step tiles with 4
-# (32 warps) or 8 lost at most shapes (Retrace 16384 x 128 14.7 -> 17.6 and 18.8, 4096 x 128
-# 5.2 -> 5.6; V-trace 16384 x 128 18.4 -> 27.8), though Retrace 8192 x 128 8.4 -> 6.8.
-# V-trace's tiles of at most 32 steps take 2, twice the warps (same file), 4 -> 2 steps a
-# thread, us: 4096 x 8 1.8 -> 1.5, 32768 x 8 2.8 -> 2.5, 16384 x 16 2.9 -> 2.7, 4096 x 32 2.9
-# -> 2.6, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, 4096 x 20 2.7 -> 2.4, none slower;
-# Retrace's sampled form was mixed there (32768 x 32 4.9 -> 6.0).
-_TM_LANES_STEPS_DEFAULT = (4, 8)
-_TM_LANES_STEPS: dict[str, tuple[int, int]] = {"vtrace": (2, 4), "retrace": (4, 4), "retrace_actions": (4, 4)}
-# (form, tile steps) -> (most programs an SM, steps a thread): tiles of that many steps on so
-# few programs take fewer steps a thread, on more warps. GAE and TD(lambda) take 4 at 64-step
-# tiles on at most one program an SM. H200, Triton 3.6 (benchmarks/ab.py,
-# 2026-12-02-h200-s23-ab-tm-few.txt), 8 -> 4 steps a thread, us: TD(lambda) 4096 x 64 3.1 ->
-# 2.8, 4096 x 48 2.9 -> 2.6, 8192 x 40 3.2 -> 2.9, 8192 x 64 3.4 -> 3.3; GAE 4096 x 64 2.9 ->
-# 2.8, 8192 x 64 3.7 -> 3.6 (session 22 likewise: GAE 2.9 -> 2.7, TD(lambda) 3.0 -> 2.8 at
-# 4096 x 64). Up to two programs an SM lost at 16384 x 64 (GAE 4.8 -> 5.0, discounted returns
-# 3.7 -> 3.9); the forward scans did not gain (traces 8192 x 64 2.8 -> 2.9).
-_TM_LANES_FEW_STEPS: dict[tuple[str, int], tuple[float, int]] = {("gae", 64): (1.0, 4), ("td_lambda", 64): (1.0, 4)}
-# (fewest, most) programs an SM of a form's tiles of a number of steps, where they are its
-# own: in place of _TM_LANES_MIN_PROGRAMS (or the form's _TM_LANES_FORM_BOUNDS) and no upper
-# bound (_TM_LANES_MAX_PROGRAMS_128 at 128 steps). See _TM_LANES_STEPS.
-_TM_LANES_TILE_BOUNDS: dict[tuple[str, int], tuple[float, float]] = {("vtrace", 64): (0.75, 2.0)}
-
-
-def _tm_lanes_steps(p2: int, form: str) -> int:
-    """Consecutive steps a thread of a time-major lanes tile of ``p2`` steps (a power of two)."""
-    short, long = _TM_LANES_STEPS.get(form, _TM_LANES_STEPS_DEFAULT)
-    return min(p2, short if p2 <= 32 else long)
+# along time, each thread K consecutive steps scanned in registers, then across the warps
+# through shared memory; one chunk a row. The time-major tiles (plan_time_major) hold 4 rows
+# by 4 steps a thread with lanes along time too: at 142 registers and one warp a program they
+# ran ~4 warps an SM at 16384 x 64 (Nsight Compute, 2026-12-01-h200-s19-ncu.txt). On for every
+# Triton version: the rows' contiguity, not a tie between axes, decides the layout of the
+# 64-row tiles, and Triton 3.8 builds the same one (tests/test_kernels_static.py::
+# test_tm_lanes_tiles; GAE [64, 64] on 8 warps: 80 registers and 52 SASS instructions an
+# element with 3.6 and 3.8), though only 3.6 was timed.
+#
+# _TM_LANES_TILES[form][tile steps] (a power of two; rows of up to that many steps, as one
+# chunk) is the TmLanesTile a form takes, from these A/Bs (H200, Triton 3.6, benchmarks/ab.py,
+# time-major tiles -> these, device us):
+# - Defaults (2026-12-01-h200-s19-ab-tm-lanes*.txt): tiles of 8 to 128 steps from a quarter of
+#   the SMs' worth of programs, K = 4 up to 32-step tiles and 8 beyond: discounted returns
+#   16384 x 64 5.8 -> 3.7, TD(lambda) 8192 x 128 7.9 -> 4.8, GAE 32768 x 32 5.5 -> 4.5, traces
+#   8192 x 128 5.9 -> 4.0; at 128 steps at most two programs an SM: GAE lost with 512 (32768 x
+#   128 21.4 -> 25.2 as one chunk in a prototype, 2026-12-01-h200-s19-proto-tm-lanes.txt; 21 ->
+#   46 in chunks of 64).
+# - GAE's and TD(lambda)'s 64-step tiles take K = 4 on at most one program an SM (``few``;
+#   2026-12-02-h200-s23-ab-tm-few.txt), 8 -> 4: TD(lambda) 4096 x 64 3.1 -> 2.8, 4096 x 48 2.9
+#   -> 2.6, 8192 x 40 3.2 -> 2.9, 8192 x 64 3.4 -> 3.3; GAE 4096 x 64 2.9 -> 2.8, 8192 x 64 3.7
+#   -> 3.6. Up to two programs an SM lost at 16384 x 64 (GAE 4.8 -> 5.0, discounted returns 3.7
+#   -> 3.9); the forward scans did not gain (traces 8192 x 64 2.8 -> 2.9). K = 4 on every
+#   64-step tile lost up to 0.3 at 32768 rows, and on 128-step tiles (32 warps) everywhere
+#   (discounted returns 16384 x 128 6.6 -> 7.4); 16 lost everywhere (GAE 32768 x 64 8.3 -> 10.5).
+# - V-trace and Retrace (the lagged scan, a 4-tuple in registers) gain up to 32 steps
+#   (V-trace 32768 x 8 3.5 -> 2.9, Retrace 32768 x 32 7.1 -> 5.0) and lose from 64 with K = 8
+#   (V-trace 32768 x 64 13.2 -> 26.5: 207 registers); with K = 4 at 64
+#   (2026-12-02-h200-s23-ab-tm-lanes-lagged.txt): Retrace 16384 x 64 7.9 -> 5.6, 32768 x 64 15.4
+#   -> 14.8, 8192 x 64 4.6 -> 4.4, 4096 x 64 3.4 -> 3.3; V-trace 16384 x 64 10.3 -> 7.2, 8192 x
+#   64 4.4 -> 4.4, but 32768 x 64 13.3 -> 18.2 and 4096 x 64 3.5 -> 3.8, hence its 0.75 to 2
+#   programs an SM there. No 128-step tiles: with K = 4 (32 warps) or 8 they lost at most shapes
+#   (Retrace 16384 x 128 14.7 -> 17.6 and 18.8; V-trace 16384 x 128 18.4 -> 27.8). V-trace's
+#   shorter tiles take K = 2, twice the warps (same file), 4 -> 2: 4096 x 8 1.8 -> 1.5, 32768 x 8
+#   2.8 -> 2.5, 16384 x 16 2.9 -> 2.7, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, none slower;
+#   Retrace's were mixed with 2 (32768 x 32 4.9 -> 6.0).
+# - Retrace's action form takes 32- and 64-step tiles only, from 0.75 programs an SM, K = 4
+#   (2026-12-02-h200-s22-ab-av.txt): 8192 x 32 5.1 -> 4.6, 16384 x 32 14.7 -> 6.6, 32768 x 32
+#   27.0 -> 18.7; but 4096 x 32 3.5 -> 3.8, 8192 x 8 2.7 -> 3.3, 4096 x 8 2.2 -> 3.0; at 64 steps
+#   (-s23-ab-tm-few.txt) 16384 x 64 27.6 -> 20.4, 32768 x 64 39.8 -> 39.3, 8192 x 64 equal; at
+#   128, K = 8, 4096 x 128 8.0 -> 11.2.
+# - ``narrow`` (_TM_LANES_NARROW, above): 64- and 128-step tiles whose 32-row programs are about
+#   a wave (two an SM at 64 steps, one at 128, for 16 warps of 61-96 registers), V-trace's
+#   64-step tiles always (within their bounds); not the action form's (not timed).
+_TM_SHORT_K = {8: 4, 16: 4, 32: 4}
+_TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
+    "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, t64=dict(few=(1.0, 4), narrow=2.0),
+                     t128=dict(max_programs=2.0, narrow=1.0)),
+    "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, t64=dict(few=(1.0, 4), narrow=2.0),
+                           t128=dict(max_programs=2.0, narrow=1.0)),
+    "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4}, t64=dict(min_programs=0.75, max_programs=2.0,
+                                                                narrow=float("inf"))),
+    "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4}, t64=dict(narrow=2.0)),
+    "retrace_actions": _tm_tiles({32: 4, 64: 4}, min_programs=0.75),
+    "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, t128=dict(max_programs=2.0, narrow=1.0)),
+}
 
 
 def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     """The time-major lanes plan (``_TM_LANES``) for R time-major rows of T steps of the kernel
-    form ``form`` (None: never): a row of ``_TM_LANES_MIN_T`` to the form's ``_TM_LANES_MAX_T``
-    steps as one chunk, with rows for ``_TM_LANES_MIN_PROGRAMS`` programs an SM or more (at 128
-    steps, at most ``_TM_LANES_MAX_PROGRAMS_128``; a form in ``_TM_LANES_FORM_BOUNDS`` has its
-    own shortest tile and fewest programs, and a (form, steps) of ``_TM_LANES_TILE_BOUNDS``
-    its own fewest and most programs); else None.
+    form ``form`` (None: never): a row as one chunk of the form's tile of ``next_pow2(T)``
+    steps in ``_TM_LANES_TILES``, on as many programs of ``_TM_LANES_ROWS`` rows an SM as that
+    tile's bounds allow (else None), ``_TM_LANES_NARROW_ROWS`` rows a program where its narrow
+    bound says (``_TM_LANES_NARROW``).
 
     Longer rows keep the time-major tiles: these tiles in 64- or 128-step chunks, walked in a
     loop or split in time, were up to 3.5x slower (16384 x 512 GAE 41 -> 143 us; every step
     of the loop waits for the warps' carry) and at best 1.2x faster (512 x 2048 13.8 -> 11.3),
     far from the batch-major time (2026-12-01-h200-s19-ab-tm-lanes-long.txt); the kernels take
     such plans (tests/test_backends.py::test_tm_lanes_chunks), the planner does not give them."""
-    if not _TM_LANES or form not in _TM_LANES_MAX_T:
+    if not _TM_LANES or form is None:
         return None
     p2 = _next_pow2(max(T, 1))
-    min_t, min_programs = _TM_LANES_FORM_BOUNDS.get(form, (_TM_LANES_MIN_T, _TM_LANES_MIN_PROGRAMS))
-    if not min_t <= p2 <= _TM_LANES_MAX_T[form]:
+    tile = _TM_LANES_TILES.get(form, {}).get(p2)
+    if tile is None:
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
-    max_programs = _TM_LANES_MAX_PROGRAMS_128 if p2 >= 128 else float("inf")
-    min_programs, max_programs = _TM_LANES_TILE_BOUNDS.get((form, p2), (min_programs, max_programs))
-    if programs < min_programs * sms or programs > max_programs * sms:
+    if not tile.min_programs * sms <= programs <= tile.max_programs * sms:
         return None
-    k = _tm_lanes_steps(p2, form)
-    few = _TM_LANES_FEW_STEPS.get((form, p2))
-    if few is not None and programs <= few[0] * sms:
-        k = min(k, few[1])
-    return Plan(_TM_LANES_ROWS, p2, p2 // k, 1, p2, tm_lanes=True)
+    k = tile.steps
+    if tile.few is not None and programs <= tile.few[0] * sms:
+        k = tile.few[1]
+    k = min(k, p2)
+    rows = _TM_LANES_ROWS
+    if _TM_LANES_NARROW and _cdiv(R, _TM_LANES_NARROW_ROWS) <= tile.narrow * sms:
+        rows = _TM_LANES_NARROW_ROWS
+    return Plan(rows, p2, p2 // k, 1, p2, tm_lanes=True)
 
 
 # Batch-major rows whose length and strides are divisible by 2, 4 or 8 but not 16 (rows of 24
