@@ -304,13 +304,14 @@ def test_tm_div(shape, name, dtype, monkeypatch):
     (their count and time strides divisible by 8, not 16) shown to the kernels on the
     time-major tiles the plans give (split in time at 512-2048 steps, the lanes tiles at 20
     and 64), the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a
-    replay runs too; the calls the plans give other tiles (V-trace and Retrace at 64 steps,
-    the action form at both) take none."""
+    replay runs too; the calls the plans give other tiles (V-trace and the action form at 64
+    steps, too few rows for their lanes tiles' bounds; the action form at 20) take none.
+    Retrace's sampled form takes the lanes tiles at 64 steps since session 23."""
     k = [(1000, 512), (504, 2048), (4008, 64), (4008, 20), (1000, 1000)].index(shape)
     used = _forced(monkeypatch, {}, name, shape, 16, "tm div",
                    lambda pl, kw: (pl.time_major or pl.tm_lanes, kw.get("TM_DIV")), time_major=True, dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])
-    other = {(4008, 64): ("vtrace", "retrace", "retrace_av"), (4008, 20): ("retrace_av",)}.get(shape, ())
+    other = {(4008, 64): ("vtrace", "retrace_av"), (4008, 20): ("retrace_av",)}.get(shape, ())
     assert used and all(tm == (name not in other) and d == (8 if tm else None) for tm, d in used), used
 
 
