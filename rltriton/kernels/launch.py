@@ -598,12 +598,13 @@ class TmLanesTile(NamedTuple):
     narrow: float = 0.0
 
 
-def _tm_tiles(steps: dict[int, int], min_programs: float = _TM_LANES_MIN_PROGRAMS,
-              **own: dict) -> dict[int, TmLanesTile]:
+def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
+              min_programs: float = _TM_LANES_MIN_PROGRAMS) -> dict[int, TmLanesTile]:
     """A form's entry of ``_TM_LANES_TILES``: for each tile length, its steps a thread, from
-    ``min_programs`` programs an SM with no upper bound, then the fields of ``own[f"t{steps}"]``."""
-    return {bt: TmLanesTile(min_programs, float("inf"), k)._replace(**own.get(f"t{bt}", {}))
-            for bt, k in steps.items()}
+    ``min_programs`` programs an SM with no upper bound, then the fields ``own`` gives that
+    length."""
+    own = own or {}
+    return {bt: TmLanesTile(min_programs, float("inf"), k)._replace(**own.get(bt, {})) for bt, k in steps.items()}
 
 
 # Time-major lanes tiles (scan.tm_lanes_scan, GROUP_TILES = 5) for many short time-major
@@ -654,15 +655,15 @@ def _tm_tiles(steps: dict[int, int], min_programs: float = _TM_LANES_MIN_PROGRAM
 #   64-step tiles always (within their bounds); not the action form's (not timed).
 _TM_SHORT_K = {8: 4, 16: 4, 32: 4}
 _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
-    "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, t64=dict(few=(1.0, 4), narrow=2.0),
-                     t128=dict(max_programs=2.0, narrow=1.0)),
-    "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, t64=dict(few=(1.0, 4), narrow=2.0),
-                           t128=dict(max_programs=2.0, narrow=1.0)),
-    "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4}, t64=dict(min_programs=0.75, max_programs=2.0,
-                                                                narrow=float("inf"))),
-    "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4}, t64=dict(narrow=2.0)),
+    "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
+                                                       128: dict(max_programs=2.0, narrow=1.0)}),
+    "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
+                                                             128: dict(max_programs=2.0, narrow=1.0)}),
+    "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4}, {64: dict(min_programs=0.75, max_programs=2.0,
+                                                               narrow=float("inf"))}),
+    "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4}, {64: dict(narrow=2.0)}),
     "retrace_actions": _tm_tiles({32: 4, 64: 4}, min_programs=0.75),
-    "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, t128=dict(max_programs=2.0, narrow=1.0)),
+    "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {128: dict(max_programs=2.0, narrow=1.0)}),
 }
 
 
@@ -678,11 +679,9 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     of the loop waits for the warps' carry) and at best 1.2x faster (512 x 2048 13.8 -> 11.3),
     far from the batch-major time (2026-12-01-h200-s19-ab-tm-lanes-long.txt); the kernels take
     such plans (tests/test_backends.py::test_tm_lanes_chunks), the planner does not give them."""
-    if not _TM_LANES or form is None:
-        return None
     p2 = _next_pow2(max(T, 1))
-    tile = _TM_LANES_TILES.get(form, {}).get(p2)
-    if tile is None:
+    tile = _TM_LANES_TILES.get(form, {}).get(p2)  # (form None: no entry)
+    if not _TM_LANES or tile is None:
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
     if not tile.min_programs * sms <= programs <= tile.max_programs * sms:
