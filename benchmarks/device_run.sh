@@ -84,10 +84,30 @@ for stage in $stages; do
   case $stage in
     tests)
       # verbose, so a failure is named in the log as it happens even if the time box ends the
-      # run before pytest's summary (TESTS_K: a -k expression; TESTS_TIMEOUT: the box, s)
-      timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -m gpu tests/test_gpu.py -v -n 14 -p no:cacheprovider \
-          ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tee "$OUT/gpu_tests.log" | grep -E "FAILED|ERROR|passed|failed" \
-        | grep -v "PASSED" | sed 's/ - .*//' | head -40
+      # run before pytest's summary (TESTS_K: a -k expression; TESTS_TIMEOUT: the box, s;
+      # TESTS_SHARD=i/n: the i-th of n contiguous slices of every GPU test of test_gpu.py and
+      # test_native.py in collection order, so the whole suite, ~15 min from a cold kernel
+      # cache, fits in n calls)
+      if [[ -n ${TESTS_SHARD:-} ]]; then
+        python3 -m pytest -m gpu tests/test_gpu.py tests/test_native.py --collect-only -q -p no:cacheprovider \
+          2>/dev/null | grep :: > "$OUT/gpu_test_ids.txt"
+        python3 - "$OUT/gpu_test_ids.txt" "$TESTS_SHARD" > "$OUT/gpu_test_shard.txt" <<'PY'
+import sys
+ids = open(sys.argv[1]).read().splitlines()
+i, n = map(int, sys.argv[2].split("/"))
+print("\n".join(ids[len(ids) * i // n:len(ids) * (i + 1) // n]))
+PY
+        echo "shard $TESTS_SHARD: $(wc -l < "$OUT/gpu_test_shard.txt") of $(wc -l < "$OUT/gpu_test_ids.txt") tests"
+        # node ids may hold spaces: hand them to pytest as a list, not through the shell
+        timeout "${TESTS_TIMEOUT:-540}" python3 -c "import sys, pytest; sys.exit(pytest.main(['-m', 'gpu', '-v', \
+'-n', '14', '-p', 'no:cacheprovider', *open(sys.argv[1]).read().splitlines()]))" "$OUT/gpu_test_shard.txt" \
+          2>&1 | tee "$OUT/gpu_tests.log" | grep -E "FAILED|ERROR|passed|failed" \
+          | grep -v "PASSED" | sed 's/ - .*//' | head -40
+      else
+        timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -m gpu tests/test_gpu.py -v -n 14 -p no:cacheprovider \
+            ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tee "$OUT/gpu_tests.log" | grep -E "FAILED|ERROR|passed|failed" \
+          | grep -v "PASSED" | sed 's/ - .*//' | head -40
+      fi
       echo "passed so far: $(grep -c PASSED "$OUT/gpu_tests.log")" ;;
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
     bench) timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid quick --time-major --max-minutes 3 --no-plots --out "$OUT" 2>&1 \

@@ -170,9 +170,10 @@ def test_group_scan(shape, name, monkeypatch):
     rows of several per program, repeated so that a replay runs too."""
     from rltriton.kernels import launch
 
+    # (_DESC_MAX_T = 0: rows of at most 8 steps would take the descending tiles, GROUP_TILES = 6)
     settings = {"_GROUP_SCAN": True, "_GROUP_SCAN_MIN_T": 4,  # short tiles and the chunk loop too
                 "_GROUP_SCAN_LOOP": frozenset(launch._FORMS), "_GROUP_SCAN_FLAT": False, "_GROUP_TILES": False,
-                "_ROW_LANES": False}
+                "_ROW_LANES": False, "_DESC_MAX_T": 0}
     used = _forced(monkeypatch, settings, name, shape, 10, "group scan", lambda pl, kw: kw["GROUP_TILES"])
     assert used == [2], used
 
@@ -188,10 +189,10 @@ def test_group_scan_flat(shape, name, monkeypatch):
     from rltriton.kernels import launch
 
     # (8-step tiles at 4 elements a thread, not _TINY_WARP_ELEMS' 2: a flat tile needs a group
-    # of 4 steps for every thread)
+    # of 4 steps for every thread; _DESC_MAX_T = 0: such tiles would take the descending form)
     settings = {"_GROUP_SCAN_FLAT": True, "_GROUP_SCAN_FLAT_MIN_T": 4,
                 "_GROUP_SCAN_FLAT_MAX_T": dict.fromkeys(launch._FORMS, 1 << 20), "_GROUP_TILES": False,
-                "_ROW_LANES": False, "_TINY_WARP_ELEMS": 128, "_TINY_WARP_ELEMS_BY_FORM": {}}
+                "_ROW_LANES": False, "_TINY_WARP_ELEMS": 128, "_TINY_WARP_ELEMS_BY_FORM": {}, "_DESC_MAX_T": 0}
     used = _forced(monkeypatch, settings, name, shape, 11, "flat group scan", lambda pl, kw: kw["GROUP_TILES"])
     assert used == [3], used
 
