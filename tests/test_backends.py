@@ -482,7 +482,8 @@ def test_one_chunk_plan():
     """Rows of 2049 to launch._ONE_CHUNK_MAX_T steps on few programs are one chunk of
     next_pow2(T) steps (launch._ONE_CHUNK_ROWS): 4096-step rows on at most 32 programs an SM
     for GAE and the forward kernel (8 for TD(lambda), 2 for V-trace and Retrace, 1 for its
-    action form), on 16 warps up to one an SM and 8 beyond, there only for T a multiple of 16;
+    action form), on 16 warps up to one an SM and 8 beyond (GAE's and TD(lambda)'s kernels: 16
+    up to 8 an SM, launch._ONE_CHUNK_WARPS), there only for T a multiple of 16;
     8192-step rows on 16 warps from 0.7 to 2 programs an SM (3 for GAE and the action form, 1
     for V-trace and the forward kernel); Retrace's forms only for T a multiple of 16. Other
     calls keep their plans: fewer or more rows, longer rows, time-major storage, and plans
@@ -510,8 +511,20 @@ def test_one_chunk_plan():
         assert got((32, 8192), form) == kept((32, 8192), form) and got((32, 8192), form)[3] == 8, form  # split
         assert got((8, 16384), form) == kept((8, 16384), form), form  # longer rows
         assert got((1, 2048), form) == kept((1, 2048), form) == (1, 2048, 16 if form != "forward" else 8, 1, 2048)
-    assert got((133, 4096)) == got((4224, 4096)) == got((4224, 4096), "forward") == one_4k_8
-    assert got((1056, 4096), "td_lambda") == got((264, 4096), "vtrace") == got((264, 4096), "retrace") == one_4k_8
+    # 16 warps beyond an SM's worth of programs for GAE's and TD(lambda)'s kernels
+    # (launch._ONE_CHUNK_WARPS: up to 8 programs an SM), 8 for the others
+    assert got((133, 4096)) == got((1056, 4096)) == got((1056, 4096), "td_lambda") == one_4k_16
+    assert got((1057, 4096)) == got((4224, 4096)) == got((133, 4096), "forward") == one_4k_8
+    assert got((4224, 4096), "forward") == got((133, 4096), "vtrace") == got((133, 4096), "retrace") == one_4k_8
+    assert got((264, 4096), "vtrace") == got((264, 4096), "retrace") == one_4k_8
+    # ... and a whole row of 1025-2048 steps on 8 warps beyond an SM's worth (16 for the
+    # others but the forward kernel's 8, and for every form on fewer programs)
+    for form in launch._FORMS + ("forward",):
+        eight = form in ("gae", "td_lambda", "forward")
+        for T in (1025, 2048):
+            assert got((132, T), form) == (1, 2048, 8 if form == "forward" else 16, 1, 2048), (form, T)
+            assert got((133, T), form) == got((8192, T), form) == (1, 2048, 8 if eight else 16, 1, 2048), (form, T)
+        assert kept((133, 2048), form)[2] == (8 if form == "forward" else 16)  # (plan's default: 16)
     assert got((4225, 4096)) == kept((4225, 4096)) == (1, 1024, 8, 1, 4096)
     assert got((4225, 4096), "forward") == kept((4225, 4096), "forward")
     assert got((1057, 4096), "td_lambda") == kept((1057, 4096), "td_lambda")

@@ -211,6 +211,29 @@ _ONE_CHUNK_DEFAULT = (4.0, 0.7, 2.0, True)  # (the bounds first timed for every 
 _ONE_CHUNK_ROWS = {"gae": (32.0, 0.7, 3.0, True), "td_lambda": (8.0, 0.7, 2.0, True),
                    "vtrace": (2.0, 0.7, 1.0, True), "retrace": (2.0, 0.7, 2.0, False),
                    "retrace_actions": (1.0, 0.7, 3.0, False), "forward": (32.0, 0.7, 1.0, True)}
+# The warps of a whole row, per kernel form (session 26): (warps of a row of 1025-2048 steps,
+# one chunk, on more programs than SMs, 16 on fewer; most programs an SM on which a 4096-step
+# row of T a multiple of 16 keeps 16 warps, 8 beyond). The default, 16 and 1.0, is what every
+# form had before: 16 warps for a 2048-step row came from GAE 4096 x 2048 in an early session
+# (47 us against 49 on 8), and 16 warps for a 4096-step row up to one program an SM from
+# session 16's sweep. GAE's and TD(lambda)'s kernels (discounted returns' too) have since
+# been faster on 8 and on 16 beyond an SM's worth of programs (`2026-12-02-h200-s26-ab-warps.txt`,
+# benchmarks/ab.py, device us, before -> after; rows on fewer programs were not timed):
+#              GAE          TD(lambda)   returns
+#   512 x 2048  4.8 -> 4.1   4.9 -> 4.5   4.5 -> 4.1  (8 warps; again: 4.9 -> 4.4, 4.8 -> 4.6, 4.5 -> 4.2)
+#   1000 x 2048 8.2 -> 7.5   8.1 -> 7.1   7.5 -> 6.6
+#   2048 x 2048 20.0 -> 19.5 16.2 -> 15.7 13.9 -> 12.2
+#   4096 x 2048 37.2 -> 36.7 30.4 -> 28.6 27.5 -> 25.5
+#   256 x 4096  5.0 -> 5.1   5.3 -> 5.2   4.9 -> 4.8  (16 warps, 1.9 programs an SM)
+#   512 x 4096  9.3 -> 8.9   9.4 -> 8.5   8.5 -> 7.8  (3.9)
+#   1024 x 4096 23.8 -> 20.9 29.3 -> 20.9 19.6 -> 14.4 (7.8; GAE's rows beyond it, up to 32
+#                                                       programs an SM, were not timed on 16)
+# with the outputs' checksums equal. The other forms lost or tied with the same change:
+# V-trace 4096 x 2048 47.3 -> 69.9 (112 registers on 8 warps), traces 1024 x 4096 9.9 -> 11.9,
+# Retrace 256 x 4096 6.4 -> 7.8 and within 0.5 us at 2048 steps. Rows of T not a multiple
+# of 16 keep 16 warps only up to one program an SM, as before (8 warps lost there).
+_ONE_CHUNK_WARPS_DEFAULT = (16, 1.0)
+_ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
 # (`bash benchmarks/device_run.sh lookback`, 2026-11-30-h200-s10 notes), two passes ->
@@ -774,27 +797,30 @@ def _next_pow2(x: int) -> int:
 
 
 def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
-                     bounds: tuple[float, float, float, bool] | None) -> int:
+                     bounds: tuple[float, float, float, bool] | None, wide_4k: float = 1.0) -> int:
     """Warps of a program holding a whole row of ``T`` steps in one chunk of ``p2`` =
     next_pow2(T) (``_ONE_CHUNK``), or 0 where the plan should not: ``bounds`` as in
-    ``_ONE_CHUNK_ROWS`` (None: never)."""
+    ``_ONE_CHUNK_ROWS`` (None: never); ``wide_4k`` as in ``_ONE_CHUNK_WARPS``."""
     if not _ONE_CHUNK or bounds is None or not _MAX_BLOCK_T < p2 <= _ONE_CHUNK_MAX_T:
         return 0
     most_4k, fewest_8k, most_8k, unaligned = bounds
+    few = True  # (at most an SM's worth of programs: rows of T not a multiple of 16 may take it)
     if p2 <= 4096:
-        warps = 16 if programs <= sms else 8
+        few = programs <= sms
+        warps = 16 if few or (T % 16 == 0 and programs <= wide_4k * sms) else 8
         fits = programs <= most_4k * sms
     else:
         warps = 16
         fits = fewest_8k * sms <= programs <= most_8k * sms
     aligned = T % 16 == 0
-    return warps if fits and (aligned or (unaligned and warps == 16)) else 0
+    return warps if fits and (aligned or (unaligned and few)) else 0
 
 
 @functools.lru_cache(maxsize=4096)
 def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT,
          forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None,
-         tiny_warp_elems: int = _TINY_WARP_ELEMS) -> Plan:
+         tiny_warp_elems: int = _TINY_WARP_ELEMS,
+         whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -817,7 +843,9 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     ``_ONE_CHUNK_MAX_T`` steps on that many programs an SM (and of T a multiple of 16, or
     not, as it says) are one chunk of ``next_pow2(T)`` steps instead of a split or a chunk
     loop. ``tiny_warp_elems``: the elements a warp of a tile of at most ``_TINY_T`` steps
-    (the form's entry of ``_TINY_WARP_ELEMS_BY_FORM``).
+    (the form's entry of ``_TINY_WARP_ELEMS_BY_FORM``). ``whole_warps`` (the form's entry of
+    ``_ONE_CHUNK_WARPS``): the warps of a whole row of 1025 to 2048 steps on more programs
+    than SMs, and the most programs an SM on which a whole 4096-step row keeps 16 warps.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -837,7 +865,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         block_n = 1
     block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
-    whole = _one_chunk_warps(programs, T, p2, sms, one_chunk)
+    whole = _one_chunk_warps(programs, T, p2, sms, one_chunk, whole_warps[1])
     if whole:
         return Plan(1, p2, whole, 1, p2)
     loop_warps, split_steps, split_warps = long_rows
@@ -870,8 +898,12 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     # pad tiny tiles with masked rows up to a warp.
     block_n = max(block_n, _cdiv(32, block_t))
     elems = block_n * block_t
-    # 16 warps only for a whole 2048-step row in one chunk (4096 x 2048: 47 us against 49 at 8)
-    cap = 16 if segments == 1 and elems >= 2048 and seg_len <= block_t else 8
+    # more than 8 warps only for a whole 2048-step row in one chunk: 16, or for GAE's and
+    # TD(lambda)'s kernels on more programs than SMs whole_warps' (_ONE_CHUNK_WARPS; fewer
+    # programs were not timed with it)
+    cap = 8
+    if segments == 1 and elems >= 2048 and seg_len <= block_t:
+        cap = whole_warps[0] if programs > sms else 16
     if forward:
         cap = min(cap, _FWD_ONE_CHUNK_WARPS)
         loop_warps = min(loop_warps, _FWD_WALK_WARPS if walk else _FWD_LOOP_WARPS)
@@ -1003,7 +1035,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
             return pl
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
-                _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS))
+                _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
+                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT))
 
 
 # --- replay of repeated calls ------------------------------------------------------------
