@@ -17,7 +17,8 @@
 #   (tm-few-av, ~4 min; td-bisect, ~1 min, carries _ab/78faaf6; carry-td, ~1 min; lazycut, ~4 min;
 #   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min; sweep-big, ~3 min; one-chunk, ~7 min;
 #   one-chunk-ab, ~8 min, carries _ab/one; s23-verify, ~9 min: the GPU tests and massive rows of
-#   4e63e04's plan changes; native, ~8 min: the compiled replay's build, GPU tests, host-time
+#   4e63e04's plan changes; s26-verify, ~9 min: likewise for session 26's warps of whole rows;
+#   sweep-classic, ~8 min: benchmarks/sweep.py for four kernels at four classic misses; native, ~8 min: the compiled replay's build, GPU tests, host-time
 #   probe and the GAE rows of 8-32 steps against PufferLib)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
@@ -315,6 +316,19 @@ PY
 (nonfinite_default_tiles and (gae or td_lambda or retrace_av))" s23_verify_tests.log
       timeout 240 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --time-major --peers rl-triton \
         --estimators gae,td_lambda,retrace_av --max-minutes 3.5 --no-plots --tag s23-verify --out "$OUT" 2>&1 | tail -8 ;;
+    s26-verify)
+      # session 26's warps of whole rows (launch._ONE_CHUNK_WARPS), timed in an A/B only: the GPU
+      # tests that take them, then the classic grid's rows of GAE's and TD(lambda)'s kernels
+      gpu_tests 240 "(test_grid and (512x2048 or 512x4096 or 4096x2048)) or one_chunk" s26_verify_tests.log
+      timeout 270 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic --time-major --peers rl-triton \
+        --estimators gae,td_lambda,discounted_returns --max-minutes 4 --no-plots --tag s26-verify --out "$OUT" 2>&1 | tail -8 ;;
+    sweep-classic)
+      # the plans of the classic grid's misses swept again per kernel (their warps were chosen
+      # sessions ago; session 26 found GAE's and TD(lambda)'s whole rows faster on other warps)
+      for est in td_lambda vtrace retrace traces; do
+        timeout 110 python3 benchmarks/sweep.py $est 512x2048,512x4096,4096x128,16384x128 2>&1 \
+          | tee "$OUT/sweep_classic_$est.log" | grep -v "^ *skip" | tail -12
+      done ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
