@@ -804,16 +804,16 @@ def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
     if not _ONE_CHUNK or bounds is None or not _MAX_BLOCK_T < p2 <= _ONE_CHUNK_MAX_T:
         return 0
     most_4k, fewest_8k, most_8k, unaligned = bounds
-    few = True  # (at most an SM's worth of programs: rows of T not a multiple of 16 may take it)
+    aligned = T % 16 == 0
     if p2 <= 4096:
         few = programs <= sms
-        warps = 16 if few or (T % 16 == 0 and programs <= wide_4k * sms) else 8
-        fits = programs <= most_4k * sms
+        warps = 16 if few or (aligned and programs <= wide_4k * sms) else 8
+        # rows of T not a multiple of 16 (scalar loads) only on an SM's worth of programs
+        fits = programs <= most_4k * sms and (aligned or (unaligned and few))
     else:
         warps = 16
-        fits = fewest_8k * sms <= programs <= most_8k * sms
-    aligned = T % 16 == 0
-    return warps if fits and (aligned or (unaligned and few)) else 0
+        fits = fewest_8k * sms <= programs <= most_8k * sms and (aligned or unaligned)
+    return warps if fits else 0
 
 
 @functools.lru_cache(maxsize=4096)
