@@ -18,8 +18,9 @@
 #   coop, ~3 min; splitmin, ~3 min; splitchunks, ~3 min; sweep-big, ~3 min; one-chunk, ~7 min;
 #   one-chunk-ab, ~8 min, carries _ab/one; s23-verify, ~9 min: the GPU tests and massive rows of
 #   4e63e04's plan changes; s26-verify, ~9 min: likewise for session 26's warps of whole rows;
-#   sweep-classic, ~8 min: benchmarks/sweep.py for four kernels at four classic misses; native, ~8 min: the compiled replay's build, GPU tests, host-time
-#   probe and the GAE rows of 8-32 steps against PufferLib)
+#   sweep-classic, ~8 min: benchmarks/sweep.py for four kernels at four classic misses;
+#   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
+#   8-32 steps against PufferLib)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
 #   the whole of BENCHMARKS.md's grid takes about eight such calls, see benchmarks/README.md)
 #   (adopted, ~3 min: the GPU tests of session 9's settings forced on, then an A/B of session 8's
@@ -42,6 +43,11 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site:$PWD
 fi
+# failures_of LOG: a verbose pytest run's output (stdin) kept whole in $OUT/LOG, its failures
+# and summary lines shown
+failures_of() {
+  tee "$OUT/$1" | grep -E "FAILED|ERROR|passed|failed" | grep -v "PASSED" | sed 's/ - .*//' | head -40
+}
 # gpu_tests SECONDS PATTERN LOG: the GPU tests whose names match PATTERN, time-boxed
 gpu_tests() {
   timeout "$1" python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider -k "$2" 2>&1 \
@@ -102,12 +108,10 @@ PY
         # node ids may hold spaces: hand them to pytest as a list, not through the shell
         timeout "${TESTS_TIMEOUT:-540}" python3 -c "import sys, pytest; sys.exit(pytest.main(['-m', 'gpu', '-v', \
 '-n', '14', '-p', 'no:cacheprovider', *open(sys.argv[1]).read().splitlines()]))" "$OUT/gpu_test_shard.txt" \
-          2>&1 | tee "$OUT/gpu_tests.log" | grep -E "FAILED|ERROR|passed|failed" \
-          | grep -v "PASSED" | sed 's/ - .*//' | head -40
+          2>&1 | failures_of gpu_tests.log
       else
         timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -m gpu tests/test_gpu.py -v -n 14 -p no:cacheprovider \
-            ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tee "$OUT/gpu_tests.log" | grep -E "FAILED|ERROR|passed|failed" \
-          | grep -v "PASSED" | sed 's/ - .*//' | head -40
+            ${TESTS_K:+-k "$TESTS_K"} 2>&1 | failures_of gpu_tests.log
       fi
       echo "passed so far: $(grep -c PASSED "$OUT/gpu_tests.log")" ;;
     probe) timeout 90 python3 benchmarks/probe.py gae,vtrace 2>&1 | tee "$OUT/probe.log" ;;
