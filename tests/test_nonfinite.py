@@ -175,3 +175,77 @@ def test_lazy_cut_on_time_major_plans_only(name, monkeypatch, poisoned):
         assert seen == [(time_major, time_major)], seen
         for i, (o, r) in enumerate(zip(out, ref)):
             _same_nonfinite(o, r, case, f"{name}[{i}] time_major={time_major}")
+
+
+# launch._EDGE_CARRY: discounted returns with a last_value (or none) and no truncations
+# start their scan from a carry holding the window-edge value. The modes where it applies:
+# one pass of default tiles, a chunk loop of small tiles, rows across lanes, and time-major
+# tiles (lazy cut: the exact pass without the edge carry where something non-finite came
+# out) and time-major lanes tiles
+EDGE_MODES = {
+    "single": dict(),
+    "chunks": dict(small=True),
+    "lanes": MODES["lanes"],
+    "time-major": dict(small=True),
+    "time-major-lanes": MODES["time-major-lanes"],
+}
+# (last_value of every other row, whether the last step of every row is terminated, gamma):
+# with the cut, a terminated last step gives the reward alone, where SPEC's arithmetic gives
+# r + g * 0 * last_value, NaN for a non-finite last_value; such programs take the per-step
+# next-state values instead. (gamma 0 with a non-finite value is left out: every scan cuts
+# where its coefficient is 0, gamma's zeros too, where the reference multiplies 0 * NaN)
+EDGE_CASES = [
+    ("finite", True, 0.97), ("finite", False, 0.97), ("nan", True, 0.97), ("+inf", False, 0.97),
+    ("-inf", True, 0.97), ("finite", False, 0.0), ("finite", True, 0.0),
+]
+
+
+@pytest.mark.parametrize("edge", [True, False], ids=["edge", "per-step"])
+@pytest.mark.parametrize("mode", list(EDGE_MODES))
+@pytest.mark.parametrize("lv, last_term, gamma", EDGE_CASES, ids=[f"{a}-{'term' if b else 'open'}-g{c}"
+                                                                   for a, b, c in EDGE_CASES])
+def test_discounted_returns_edge_carry(lv, last_term, gamma, mode, edge, monkeypatch, poisoned):
+    """Discounted returns from the edge carry (``EDGE_CARRY``) and from per-step next-state
+    values agree with the reference, NaN and inf included, for finite and non-finite
+    last_values with the last step terminated or not and gamma 0; the plans take the edge
+    carry exactly where ``launch._EDGE_CARRY`` is on (and never with truncations or
+    bootstrap_values)."""
+    if not INTERPRET:
+        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
+    settings = dict(EDGE_MODES[mode])
+    if settings.pop("small", False):
+        use_small_tiles(monkeypatch, poisoned, split=False)
+    for key, value in settings.items():
+        monkeypatch.setattr(poisoned, key, value)
+    monkeypatch.setattr(poisoned, "_EDGE_CARRY", edge)
+    poisoned.clear_caches()
+    time_major = mode.startswith("time-major")
+    shape = (20, 40) if "lanes" in mode else (6, 23)
+    base = make_case("discounted_returns", shape, flags="terminated", gamma=gamma, seed=5)
+    r, kw = base.args[0].clone(), dict(base.kwargs)
+    term = kw["terminated"].clone()
+    term[:, -1] = last_term
+    value = {"finite": 0.7, "nan": float("nan"), "+inf": float("inf"), "-inf": float("-inf")}[lv]
+    last = kw["last_value"].clone()
+    last[::2] = value
+    if gamma:
+        r[1, 5] = float("nan")  # and a NaN reward inside a row, cut at the episode's start
+    case = Case(base.name, (r,), {**kw, "terminated": term, "last_value": last}, base.T)
+    ref = case(backend="reference")
+    if lv != "finite":
+        assert not torch.isfinite(ref[0][0]).all(), "a non-finite last_value must reach the outputs"
+    run = to_time_major(case) if time_major else case
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("EDGE_CARRY"))
+    try:
+        out = run(backend="triton")
+        # truncations and per-step bootstrap values never take it
+        both = make_case("discounted_returns", shape, flags="both", seed=5)
+        both(backend="triton")
+        per_step = make_case("discounted_returns", shape, flags="terminated", bootstrap="bootstrap_values", seed=5)
+        per_step(backend="triton")
+    finally:
+        poisoned.clear_caches()
+    assert seen == [edge, False, False], seen
+    if time_major:
+        out = tuple(o.movedim(0, -1) for o in out)
+    _same_nonfinite(out[0], ref[0], case, f"{lv} last_term={last_term} gamma={gamma} {mode} edge={edge}")

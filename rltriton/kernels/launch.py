@@ -506,6 +506,22 @@ _CARRY_PRODUCTS = True
 # 27.7), batch-major ones lose (TD(lambda) 16384 x 512 27.2 -> 34.6, 16 x 262144 34.7 ->
 # 48.4, 512 x 4096 10.9 -> 13.2), so it applies to time-major plans only.
 _TD_LAZY_CUT = True
+# Discounted returns (td_lambda_kernel without values) with a last_value or no bootstrap and
+# no truncations, on whole rows (PHASE 0), start their scan from a carry holding the
+# window-edge value instead of reading it into step T - 1's nv: each step is then
+# r + g carry, cut where terminated, with no per-step nv or t = T - 1 test
+# (backward.td_lambda_kernel's EDGE_CARRY). Static, Triton 3.6, sm_90, PTX instructions a
+# thread on the path taken, per-step nv -> edge carry: [2, 128] on 2 warps 253 -> 206,
+# [8, 64] lanes tile 383 -> 292, [1, 512] 281 -> 230, [1, 2048] 555 -> 464.
+_EDGE_CARRY = True
+
+
+def _edge_carry(pl: Plan, meta: dict) -> bool:
+    """Whether a ``td_lambda_kernel`` launch of ``pl`` with ``meta`` starts from the edge
+    carry (``_EDGE_CARRY``): discounted returns (no values) with a last_value or no
+    bootstrap, no truncations, on whole rows (one segment), not rows laid end to end."""
+    return (_EDGE_CARRY and pl.segments == 1 and not meta["HAS_VALUES"] and not meta["HAS_TRUNC"]
+            and not meta["L_TENSOR"] and meta["NV_MODE"] in (_NV_NONE, _NV_LAST) and meta["GROUP_TILES"] != 3)
 # PHASE 2 of a time split walks the segments in the opposite order to PHASE 1
 # (scan.program_tile's SEG_FLIP), so it starts on the inputs PHASE 1 read last, which may
 # still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB), for calls
@@ -1745,8 +1761,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         out = _output(p, caller, like)
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
         lazy = _TD_LAZY_CUT and pl.time_major
-        _launch(td_lambda_kernel, R, T, pl, args, {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy},
-                p.dtype, p.device)
+        meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy}
+        _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
         vs = _output(p, caller, like)
