@@ -207,9 +207,9 @@ EDGE_CASES = [
 def test_discounted_returns_edge_carry(lv, last_term, gamma, mode, edge, monkeypatch, poisoned):
     """Discounted returns from the edge carry (``EDGE_CARRY``) and from per-step next-state
     values agree with the reference, NaN and inf included, for finite and non-finite
-    last_values with the last step terminated or not and gamma 0; the plans take the edge
-    carry exactly where ``launch._EDGE_CARRY`` is on (and never with truncations or
-    bootstrap_values)."""
+    last_values with the last step terminated or not and gamma 0, on every tile form that
+    can take it (``launch._EDGE_CARRY_ANY``); the plans take the edge carry exactly where
+    ``launch._EDGE_CARRY`` is on (and never with truncations or bootstrap_values)."""
     if not INTERPRET:
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
     settings = dict(EDGE_MODES[mode])
@@ -218,6 +218,7 @@ def test_discounted_returns_edge_carry(lv, last_term, gamma, mode, edge, monkeyp
     for key, value in settings.items():
         monkeypatch.setattr(poisoned, key, value)
     monkeypatch.setattr(poisoned, "_EDGE_CARRY", edge)
+    monkeypatch.setattr(poisoned, "_EDGE_CARRY_ANY", True)
     poisoned.clear_caches()
     time_major = mode.startswith("time-major")
     shape = (20, 40) if "lanes" in mode else (6, 23)
@@ -249,3 +250,31 @@ def test_discounted_returns_edge_carry(lv, last_term, gamma, mode, edge, monkeyp
     if time_major:
         out = tuple(o.movedim(0, -1) for o in out)
     _same_nonfinite(out[0], ref[0], case, f"{lv} last_term={last_term} gamma={gamma} {mode} edge={edge}")
+
+
+@pytest.mark.parametrize("mode", ["single", "chunks", "lanes", "time-major", "time-major-lanes"])
+def test_edge_carry_default_tiles(mode, monkeypatch, poisoned):
+    """By default only time-major lanes tiles of at least ``_EDGE_CARRY_TM_LANES_MIN_T``
+    steps take the edge carry (the tiles it was faster on, launch._EDGE_CARRY)."""
+    if not INTERPRET:
+        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
+    settings = dict(EDGE_MODES[mode])
+    if settings.pop("small", False):
+        use_small_tiles(monkeypatch, poisoned, split=False)
+    for key, value in settings.items():
+        monkeypatch.setattr(poisoned, key, value)
+    poisoned.clear_caches()
+    shape = (20, 40) if "lanes" in mode else (6, 23)
+    case = make_case("discounted_returns", shape, flags="terminated", seed=5)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, kw.get("EDGE_CARRY")))
+    try:
+        out = (to_time_major(case) if mode.startswith("time-major") else case)(backend="triton")
+    finally:
+        poisoned.clear_caches()
+    [(tm_lanes, block_t, edge)] = seen
+    assert tm_lanes == (mode == "time-major-lanes"), seen
+    assert edge == (tm_lanes and block_t >= poisoned._EDGE_CARRY_TM_LANES_MIN_T), seen
+    assert edge == tm_lanes, seen  # (the mode's lanes tile is of 64 steps)
+    if mode.startswith("time-major"):
+        out = tuple(o.movedim(0, -1) for o in out)
+    _same_nonfinite(out[0], case(backend="reference")[0], case, f"default tiles {mode}")

@@ -507,21 +507,35 @@ _CARRY_PRODUCTS = True
 # 48.4, 512 x 4096 10.9 -> 13.2), so it applies to time-major plans only.
 _TD_LAZY_CUT = True
 # Discounted returns (td_lambda_kernel without values) with a last_value or no bootstrap and
-# no truncations, on whole rows (PHASE 0), start their scan from a carry holding the
+# no truncations, on whole rows (PHASE 0), may start their scan from a carry holding the
 # window-edge value instead of reading it into step T - 1's nv: each step is then
 # r + g carry, cut where terminated, with no per-step nv or t = T - 1 test
-# (backward.td_lambda_kernel's EDGE_CARRY). Static, Triton 3.6, sm_90, PTX instructions a
-# thread on the path taken, per-step nv -> edge carry: [2, 128] on 2 warps 253 -> 206,
-# [8, 64] lanes tile 383 -> 292, [1, 512] 281 -> 230, [1, 2048] 555 -> 464.
+# (backward.td_lambda_kernel's EDGE_CARRY; a program whose last_value is non-finite takes
+# the per-step form, so the kernel holds both). Static, Triton 3.6, sm_90, PTX instructions
+# a thread on the path taken, per-step nv -> edge carry: [2, 128] on 2 warps 253 -> 206,
+# [8, 64] lanes tile 383 -> 292, [1, 512] 281 -> 230, [1, 2048] 555 -> 464. H200, Triton 3.6
+# (benchmarks/ab.py, 2026-12-02-h200-s27-ab-edge.txt), device us, per-step -> edge carry:
+# time-major lanes tiles of 64-128 steps gained (4096 x 128 3.3 -> 3.0, 16384 x 128
+# 6.8 -> 6.0, 32768 x 64 5.7 -> 5.3), and only they take it (_EDGE_CARRY_TM_LANES_MIN_T);
+# their 8-step tiles lost (32768 x 8 2.1 -> 2.3, 16384 x 8 1.8 -> 2.1), as did batch-major
+# rows of 8-128 steps (0.1-0.2 us: 8192 x 128 4.1 -> 4.3, 32768 x 8 2.4 -> 2.6) and the
+# time-major tiles' lazy cut (32768 x 128 12.1 -> 12.7); batch-major rows of 512-2048 steps
+# were mixed (4096 x 512 5.8 -> 5.1 but 4096 x 2048 25.7 -> 26.2).
 _EDGE_CARRY = True
+_EDGE_CARRY_TM_LANES_MIN_T = 64
+_EDGE_CARRY_ANY = False  # (tests: every tile of whole rows the kernel takes it on)
 
 
 def _edge_carry(pl: Plan, meta: dict) -> bool:
     """Whether a ``td_lambda_kernel`` launch of ``pl`` with ``meta`` starts from the edge
     carry (``_EDGE_CARRY``): discounted returns (no values) with a last_value or no
-    bootstrap, no truncations, on whole rows (one segment), not rows laid end to end."""
-    return (_EDGE_CARRY and pl.segments == 1 and not meta["HAS_VALUES"] and not meta["HAS_TRUNC"]
-            and not meta["L_TENSOR"] and meta["NV_MODE"] in (_NV_NONE, _NV_LAST) and meta["GROUP_TILES"] != 3)
+    bootstrap, no truncations, on a time-major lanes tile of at least
+    ``_EDGE_CARRY_TM_LANES_MIN_T`` steps (whole rows: one segment), or with
+    ``_EDGE_CARRY_ANY`` on any tile of whole rows but rows laid end to end
+    (``GROUP_TILES = 3``), as the kernel allows."""
+    tile = (pl.tm_lanes and pl.block_t >= _EDGE_CARRY_TM_LANES_MIN_T) or (_EDGE_CARRY_ANY and meta["GROUP_TILES"] != 3)
+    return (_EDGE_CARRY and tile and pl.segments == 1 and not meta["HAS_VALUES"] and not meta["HAS_TRUNC"]
+            and not meta["L_TENSOR"] and meta["NV_MODE"] in (_NV_NONE, _NV_LAST))
 # PHASE 2 of a time split walks the segments in the opposite order to PHASE 1
 # (scan.program_tile's SEG_FLIP), so it starts on the inputs PHASE 1 read last, which may
 # still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB), for calls
