@@ -478,6 +478,34 @@ def test_few_rows_split_plan():
     assert got((132, 4096)) == (1024, 1, 4096)
 
 
+def test_loop_tiles_plan():
+    """A row one program walks in chunks takes its form's chunk and pipelining depth
+    (launch._LOOP_TILES: V-trace 512-step chunks 3 deep), the others 1024-step chunks
+    unpipelined; rows split in time, time-major storage and the forward kernel keep theirs."""
+    from rltriton.kernels import launch
+
+    cpu = torch.device("cpu")
+
+    def got(shape, form, **kw):
+        pl = launch.plan_for(*shape, cpu, form=form, long_rows=launch._LONG_ROWS.get(form, launch._LONG_ROWS_DEFAULT),
+                             **kw)
+        return pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages
+
+    assert launch._LOOP_TILES == {"vtrace": (512, 3)}
+    for shape in ((512, 4096), (384, 4096), (2048, 4096), (512, 8192)):
+        assert got(shape, "vtrace") == (512, 4, 1, shape[1], 3), shape
+    assert got((512, 3000), "vtrace") == (512, 4, 1, 3072, 3)
+    for form in ("gae", "td_lambda", "retrace", "retrace_actions"):
+        pl = got((4225, 4096), form)
+        assert pl[0] == 1024 and pl[2:] == (1, 4096, 1), (form, pl)
+    fwd = got((4225, 4096), "forward", forward=True)  # the forward kernel's own loop
+    assert (fwd[0], fwd[4]) == (launch._LOOP_BLOCK_T, launch._FWD_LOOP_STAGES)
+    assert got((64, 65536), "vtrace") == (1024, 4, 64, 1024, 1)  # split: one chunk a segment
+    # too few time-major rows for their tiles: the generic tiles' default loop
+    tm = launch.plan_for(32, 3000, cpu, time_major=True, form="vtrace", long_rows=launch._LONG_ROWS["vtrace"])
+    assert (tm.block_t, tm.segments, tm.stages) == (1024, 1, 1), tm
+
+
 def test_one_chunk_plan():
     """Rows of 2049 to launch._ONE_CHUNK_MAX_T steps on few programs are one chunk of
     next_pow2(T) steps (launch._ONE_CHUNK_ROWS): 4096-step rows on at most 32 programs an SM
@@ -500,7 +528,8 @@ def test_one_chunk_plan():
         return pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len
 
     def kept(shape, form="gae"):  # the plan without the rule
-        return launch.plan(*shape, 132, long_rows.get(form, launch._LONG_ROWS_DEFAULT), form == "forward")[:5]
+        return launch.plan(*shape, 132, long_rows.get(form, launch._LONG_ROWS_DEFAULT), form == "forward",
+                           loop_tile=launch._LOOP_TILES.get(form, (launch._LOOP_BLOCK_T, 1)))[:5]
 
     one_4k_16, one_4k_8, one_8k = (1, 4096, 16, 1, 4096), (1, 4096, 8, 1, 4096), (1, 8192, 16, 1, 8192)
     assert got((1, 4096)) == one_4k_16 != kept((1, 4096))  # was split in 4 segments

@@ -252,10 +252,12 @@ def test_discounted_returns_edge_carry(lv, last_term, gamma, mode, edge, monkeyp
     _same_nonfinite(out[0], ref[0], case, f"{lv} last_term={last_term} gamma={gamma} {mode} edge={edge}")
 
 
-@pytest.mark.parametrize("mode", ["single", "chunks", "lanes", "time-major", "time-major-lanes"])
-def test_edge_carry_default_tiles(mode, monkeypatch, poisoned):
+@pytest.mark.parametrize("mode, T", [("single", 23), ("chunks", 23), ("lanes", 40), ("time-major", 23),
+                                     ("time-major-lanes", 40), ("time-major-lanes", 100)])
+def test_edge_carry_default_tiles(mode, T, monkeypatch, poisoned):
     """By default only time-major lanes tiles of at least ``_EDGE_CARRY_TM_LANES_MIN_T``
-    steps take the edge carry (the tiles it was faster on, launch._EDGE_CARRY)."""
+    steps take the edge carry (the tiles it was faster on, launch._EDGE_CARRY): here the
+    128-step tile of 100-step rows, not the 64-step one of 40-step rows."""
     if not INTERPRET:
         pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
     settings = dict(EDGE_MODES[mode])
@@ -263,9 +265,10 @@ def test_edge_carry_default_tiles(mode, monkeypatch, poisoned):
         use_small_tiles(monkeypatch, poisoned, split=False)
     for key, value in settings.items():
         monkeypatch.setattr(poisoned, key, value)
+    if mode == "time-major-lanes":
+        monkeypatch.setattr(poisoned, "_TM_LANES_TILES", tm_lanes_tiles(poisoned, (64, 128)))
     poisoned.clear_caches()
-    shape = (20, 40) if "lanes" in mode else (6, 23)
-    case = make_case("discounted_returns", shape, flags="terminated", seed=5)
+    case = make_case("discounted_returns", (20, T) if "lanes" in mode else (6, T), flags="terminated", seed=5)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, kw.get("EDGE_CARRY")))
     try:
         out = (to_time_major(case) if mode.startswith("time-major") else case)(backend="triton")
@@ -274,7 +277,7 @@ def test_edge_carry_default_tiles(mode, monkeypatch, poisoned):
     [(tm_lanes, block_t, edge)] = seen
     assert tm_lanes == (mode == "time-major-lanes"), seen
     assert edge == (tm_lanes and block_t >= poisoned._EDGE_CARRY_TM_LANES_MIN_T), seen
-    assert edge == tm_lanes, seen  # (the mode's lanes tile is of 64 steps)
+    assert edge == (T == 100), seen
     if mode.startswith("time-major"):
         out = tuple(o.movedim(0, -1) for o in out)
     _same_nonfinite(out[0], case(backend="reference")[0], case, f"default tiles {mode}")

@@ -120,6 +120,13 @@ _SHORT_SPLIT_MAX_T = 262144
 #   but lost 9-19% on one row.
 _LONG_ROWS_DEFAULT = (8, 2048, 8)
 _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
+# A row walked by one program in chunks (batch-major, no split): (steps of a chunk, depth of
+# the chunk loop's software pipeline, Plan.stages) per backward kernel form; the default is
+# _LOOP_BLOCK_T-step chunks, not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
+# 512x4096 (2026-12-02-h200-s27-sweep-classic.txt) found 512-step chunks 3 deep 13.2 us
+# against the default 1024-step chunks' 15.1; the A/B that set this is in
+# 2026-12-02-h200-s27-ab-vtrace-loop.txt.
+_LOOP_TILES: dict[str, tuple[int, int]] = {"vtrace": (512, 3)}
 # The forward kernel (eligibility traces, episodic prefix sums: one input, no look-ahead)
 # keeps fewer values live per element than the backward estimators and wants more elements a
 # thread: short rows of at least _FWD_SHORT_MIN_T steps take tiles of up to _FWD_SHORT_TILE
@@ -515,14 +522,16 @@ _TD_LAZY_CUT = True
 # a thread on the path taken, per-step nv -> edge carry: [2, 128] on 2 warps 253 -> 206,
 # [8, 64] lanes tile 383 -> 292, [1, 512] 281 -> 230, [1, 2048] 555 -> 464. H200, Triton 3.6
 # (benchmarks/ab.py, 2026-12-02-h200-s27-ab-edge.txt), device us, per-step -> edge carry:
-# time-major lanes tiles of 64-128 steps gained (4096 x 128 3.3 -> 3.0, 16384 x 128
-# 6.8 -> 6.0, 32768 x 64 5.7 -> 5.3), and only they take it (_EDGE_CARRY_TM_LANES_MIN_T);
-# their 8-step tiles lost (32768 x 8 2.1 -> 2.3, 16384 x 8 1.8 -> 2.1), as did batch-major
-# rows of 8-128 steps (0.1-0.2 us: 8192 x 128 4.1 -> 4.3, 32768 x 8 2.4 -> 2.6) and the
-# time-major tiles' lazy cut (32768 x 128 12.1 -> 12.7); batch-major rows of 512-2048 steps
-# were mixed (4096 x 512 5.8 -> 5.1 but 4096 x 2048 25.7 -> 26.2).
+# time-major lanes tiles of 128 steps gained (16384 x 128 6.8 -> 6.0, then 6.6 -> 6.2 and
+# 6.6 -> 6.0 in two repeats; 4096 x 128 3.3 -> 3.0, 3.2 -> 3.0, 3.2 -> 3.1; 8192 x 128 equal),
+# and only they take it (_EDGE_CARRY_TM_LANES_MIN_T); at 64 steps they tied or lost
+# (4096 x 64 2.3 -> 2.4, 2.1 -> 2.3, 2.2 -> 2.3; 32768 x 64 5.6 -> 5.4), at 8 they lost
+# (32768 x 8 2.1 -> 2.3, 16384 x 8 1.8 -> 2.1), as did batch-major rows of 8-128 steps
+# (0.1-0.2 us: 8192 x 128 4.1 -> 4.3, 32768 x 8 2.4 -> 2.6) and the time-major tiles' lazy
+# cut (32768 x 128 12.1 -> 12.7); batch-major rows of 512-2048 steps were mixed (4096 x 512
+# 5.8 -> 5.1 but 4096 x 2048 25.7 -> 26.2).
 _EDGE_CARRY = True
-_EDGE_CARRY_TM_LANES_MIN_T = 64
+_EDGE_CARRY_TM_LANES_MIN_T = 128
 _EDGE_CARRY_ANY = False  # (tests: every tile of whole rows the kernel takes it on)
 
 
@@ -536,6 +545,8 @@ def _edge_carry(pl: Plan, meta: dict) -> bool:
     tile = (pl.tm_lanes and pl.block_t >= _EDGE_CARRY_TM_LANES_MIN_T) or (_EDGE_CARRY_ANY and meta["GROUP_TILES"] != 3)
     return (_EDGE_CARRY and tile and pl.segments == 1 and not meta["HAS_VALUES"] and not meta["HAS_TRUNC"]
             and not meta["L_TENSOR"] and meta["NV_MODE"] in (_NV_NONE, _NV_LAST))
+
+
 # PHASE 2 of a time split walks the segments in the opposite order to PHASE 1
 # (scan.program_tile's SEG_FLIP), so it starts on the inputs PHASE 1 read last, which may
 # still sit in L2 (16 x 262144 GAE reads 38 MB a pass; the H200's L2 holds 50 MB), for calls
@@ -850,7 +861,8 @@ def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
 def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT,
          forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None,
          tiny_warp_elems: int = _TINY_WARP_ELEMS,
-         whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT) -> Plan:
+         whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT,
+         loop_tile: tuple[int, int] = (_LOOP_BLOCK_T, 1)) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -876,6 +888,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     (the form's entry of ``_TINY_WARP_ELEMS_BY_FORM``). ``whole_warps`` (the form's entry of
     ``_ONE_CHUNK_WARPS``): the warps of a whole row of 1025 to 2048 steps on more programs
     than SMs, and the most programs an SM on which a whole 4096-step row keeps 16 warps.
+    ``loop_tile`` (the form's entry of ``_LOOP_TILES``): the steps of a chunk of a row that
+    one program walks (backward kernels) and the chunk loop's pipelining depth.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -903,7 +917,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         split_steps, split_warps = _SHORT_SPLIT
     seg_steps = min(_SEG_STEPS, split_steps)
     walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
-    loop_block_t = _FWD_WALK_BLOCK_T if walk else _LOOP_BLOCK_T
+    loop_block_t = _FWD_WALK_BLOCK_T if walk else _LOOP_BLOCK_T if forward else loop_tile[0]
     if programs < target and p2 > _MAX_BLOCK_T and not walk:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
     n_chunks = _cdiv(T, block_t)
@@ -944,7 +958,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     stages = 1
     if segments == 1 and seg_len > block_t:
         num_warps = min(num_warps, loop_warps)
-        stages = _FWD_LOOP_STAGES if forward else 1
+        stages = _FWD_LOOP_STAGES if forward else loop_tile[1]
     elif segments > 1:
         num_warps = min(num_warps, split_warps)
     if coop:
@@ -1066,7 +1080,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
-                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT))
+                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, (_LOOP_BLOCK_T, 1)))
 
 
 # --- replay of repeated calls ------------------------------------------------------------
