@@ -124,8 +124,12 @@ _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # the chunk loop's software pipeline, Plan.stages) per backward kernel form; the default is
 # _LOOP_BLOCK_T-step chunks, not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
 # 512x4096 (2026-12-02-h200-s27-sweep-classic.txt) found 512-step chunks 3 deep 13.2 us
-# against the default 1024-step chunks' 15.1; the A/B that set this is in
-# 2026-12-02-h200-s27-ab-vtrace-loop.txt.
+# against the default 1024-step chunks' 15.1. A/B (benchmarks/ab.py, two runs,
+# 2026-12-02-h200-s27-ab-vtrace-loop.txt), device us, default -> these: 512 x 4096 14.3 ->
+# 12.6, 384 x 4096 11.0 -> 10.4, 1024 x 4096 35.4 -> 26.1, 2048 x 4096 67.7 -> 49.0,
+# 4096 x 4096 130.7 -> 94.0, 512 x 8192 35.3 -> 25.5; but rows of 3000 steps (not a
+# multiple of 16: scalar accesses) lost, 512 x 3000 9.3 -> 10.3, so T a multiple of 16 only
+# (_loop_tile).
 _LOOP_TILES: dict[str, tuple[int, int]] = {"vtrace": (512, 3)}
 # The forward kernel (eligibility traces, episodic prefix sums: one input, no look-ahead)
 # keeps fewer values live per element than the backward estimators and wants more elements a
@@ -1080,7 +1084,13 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
-                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, (_LOOP_BLOCK_T, 1)))
+                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _loop_tile(form, T))
+
+
+def _loop_tile(form: str | None, T: int) -> tuple[int, int]:
+    """The chunk loop's (steps, stages) for rows of ``T`` steps of the kernel form ``form``:
+    its ``_LOOP_TILES`` entry for T a multiple of 16 (vector accesses), else the default."""
+    return _LOOP_TILES.get(form, (_LOOP_BLOCK_T, 1)) if T % 16 == 0 else (_LOOP_BLOCK_T, 1)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
