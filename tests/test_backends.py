@@ -480,9 +480,9 @@ def test_few_rows_split_plan():
 
 def test_loop_tiles_plan():
     """A row one program walks in chunks takes its form's chunk and pipelining depth
-    (launch._LOOP_TILES: V-trace 512-step chunks 3 deep) where T is a multiple of 16, the
-    others 1024-step chunks unpipelined; rows split in time, time-major storage and the
-    forward kernel keep theirs."""
+    (launch._LOOP_TILES: V-trace 512-step chunks 3 deep) on rows of whole chunks and at
+    least launch._LOOP_TILE_MIN_PROGRAMS programs an SM, the others 1024-step chunks
+    unpipelined; rows split in time, time-major storage and the forward kernel keep theirs."""
     from rltriton.kernels import launch
 
     cpu = torch.device("cpu")
@@ -493,10 +493,12 @@ def test_loop_tiles_plan():
         return pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages
 
     assert launch._LOOP_TILES == {"vtrace": (512, 3)}
-    for shape in ((512, 4096), (384, 4096), (2048, 4096), (512, 8192)):
+    for shape in ((512, 4096), (384, 4096), (2048, 4096), (512, 8192), (1000, 4096)):
         assert got(shape, "vtrace") == (512, 4, 1, shape[1], 3), shape
-    assert got((512, 3008), "vtrace") == (512, 4, 1, 3072, 3)
-    assert got((512, 3000), "vtrace") == (1024, 4, 1, 3072, 1)  # T not a multiple of 16: the default
+    # rows that end in a partial chunk, or on fewer than 2.5 programs an SM: the default
+    assert got((512, 3008), "vtrace") == got((512, 3000), "vtrace") == (1024, 4, 1, 3072, 1)
+    assert got((330, 4096), "vtrace") == (512, 4, 1, 4096, 3)
+    assert got((329, 4096), "vtrace") == (1024, 4, 1, 4096, 1)
     for form in ("gae", "td_lambda", "retrace", "retrace_actions"):
         pl = got((4225, 4096), form)
         assert pl[0] == 1024 and pl[2:] == (1, 4096, 1), (form, pl)

@@ -127,10 +127,13 @@ _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # against the default 1024-step chunks' 15.1. A/B (benchmarks/ab.py, two runs,
 # 2026-12-02-h200-s27-ab-vtrace-loop.txt), device us, default -> these: 512 x 4096 14.3 ->
 # 12.6, 384 x 4096 11.0 -> 10.4, 1024 x 4096 35.4 -> 26.1, 2048 x 4096 67.7 -> 49.0,
-# 4096 x 4096 130.7 -> 94.0, 512 x 8192 35.3 -> 25.5; but rows of 3000 steps (not a
-# multiple of 16: scalar accesses) lost, 512 x 3000 9.3 -> 10.3, so T a multiple of 16 only
-# (_loop_tile).
+# 4096 x 4096 130.7 -> 94.0, 512 x 8192 35.3 -> 25.5, 1000 x 4096 35.2 -> 26.1; but rows
+# that end in a partial chunk lost (512 x 3000 9.3 -> 10.3, 512 x 3008 9.3 -> 10.2), as did
+# 300 rows (2.3 programs an SM: 300 x 4096 9.8 -> 10.3, where 384 rows, 2.9 an SM, gained),
+# so a form's tile applies to rows of whole chunks on at least _LOOP_TILE_MIN_PROGRAMS
+# programs an SM (between those two).
 _LOOP_TILES: dict[str, tuple[int, int]] = {"vtrace": (512, 3)}
+_LOOP_TILE_MIN_PROGRAMS = 2.5
 # The forward kernel (eligibility traces, episodic prefix sums: one input, no look-ahead)
 # keeps fewer values live per element than the backward estimators and wants more elements a
 # thread: short rows of at least _FWD_SHORT_MIN_T steps take tiles of up to _FWD_SHORT_TILE
@@ -893,7 +896,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     ``_ONE_CHUNK_WARPS``): the warps of a whole row of 1025 to 2048 steps on more programs
     than SMs, and the most programs an SM on which a whole 4096-step row keeps 16 warps.
     ``loop_tile`` (the form's entry of ``_LOOP_TILES``): the steps of a chunk of a row that
-    one program walks (backward kernels) and the chunk loop's pipelining depth.
+    one program walks (backward kernels) and the chunk loop's pipelining depth, for rows of
+    whole chunks on at least ``_LOOP_TILE_MIN_PROGRAMS`` programs an SM.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -921,6 +925,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         split_steps, split_warps = _SHORT_SPLIT
     seg_steps = min(_SEG_STEPS, split_steps)
     walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
+    if forward or T % loop_tile[0] or programs < _LOOP_TILE_MIN_PROGRAMS * sms:
+        loop_tile = (_LOOP_BLOCK_T, 1)
     loop_block_t = _FWD_WALK_BLOCK_T if walk else _LOOP_BLOCK_T if forward else loop_tile[0]
     if programs < target and p2 > _MAX_BLOCK_T and not walk:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
@@ -1084,13 +1090,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
-                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _loop_tile(form, T))
-
-
-def _loop_tile(form: str | None, T: int) -> tuple[int, int]:
-    """The chunk loop's (steps, stages) for rows of ``T`` steps of the kernel form ``form``:
-    its ``_LOOP_TILES`` entry for T a multiple of 16 (vector accesses), else the default."""
-    return _LOOP_TILES.get(form, (_LOOP_BLOCK_T, 1)) if T % 16 == 0 else (_LOOP_BLOCK_T, 1)
+                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, (_LOOP_BLOCK_T, 1)))
 
 
 # --- replay of repeated calls ------------------------------------------------------------
