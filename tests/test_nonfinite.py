@@ -189,6 +189,19 @@ EDGE_MODES = {
     "time-major": dict(small=True),
     "time-major-lanes": MODES["time-major-lanes"],
 }
+
+
+def _edge_mode(mode: str, monkeypatch, launch) -> None:
+    """The launcher settings of ``EDGE_MODES[mode]`` (skips without the interpreter)."""
+    if not INTERPRET:
+        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
+    settings = dict(EDGE_MODES[mode])
+    if settings.pop("small", False):
+        use_small_tiles(monkeypatch, launch, split=False)
+    for key, value in settings.items():
+        monkeypatch.setattr(launch, key, value)
+
+
 # (last_value of every other row, whether the last step of every row is terminated, gamma):
 # with the cut, a terminated last step gives the reward alone, where SPEC's arithmetic gives
 # r + g * 0 * last_value, NaN for a non-finite last_value; such programs take the per-step
@@ -210,13 +223,7 @@ def test_discounted_returns_edge_carry(lv, last_term, gamma, mode, edge, monkeyp
     last_values with the last step terminated or not and gamma 0, on every tile form that
     can take it (``launch._EDGE_CARRY_ANY``); the plans take the edge carry exactly where
     ``launch._EDGE_CARRY`` is on (and never with truncations or bootstrap_values)."""
-    if not INTERPRET:
-        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
-    settings = dict(EDGE_MODES[mode])
-    if settings.pop("small", False):
-        use_small_tiles(monkeypatch, poisoned, split=False)
-    for key, value in settings.items():
-        monkeypatch.setattr(poisoned, key, value)
+    _edge_mode(mode, monkeypatch, poisoned)
     monkeypatch.setattr(poisoned, "_EDGE_CARRY", edge)
     monkeypatch.setattr(poisoned, "_EDGE_CARRY_ANY", True)
     poisoned.clear_caches()
@@ -258,13 +265,7 @@ def test_edge_carry_default_tiles(mode, T, monkeypatch, poisoned):
     """By default only time-major lanes tiles of at least ``_EDGE_CARRY_TM_LANES_MIN_T``
     steps take the edge carry (the tiles it was faster on, launch._EDGE_CARRY): here the
     128-step tile of 100-step rows, not the 64-step one of 40-step rows."""
-    if not INTERPRET:
-        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
-    settings = dict(EDGE_MODES[mode])
-    if settings.pop("small", False):
-        use_small_tiles(monkeypatch, poisoned, split=False)
-    for key, value in settings.items():
-        monkeypatch.setattr(poisoned, key, value)
+    _edge_mode(mode, monkeypatch, poisoned)
     if mode == "time-major-lanes":
         monkeypatch.setattr(poisoned, "_TM_LANES_TILES", tm_lanes_tiles(poisoned, (64, 128)))
     poisoned.clear_caches()
