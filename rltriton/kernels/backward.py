@@ -340,6 +340,9 @@ def td_lambda_kernel(
             edge = tl.min(finite.to(tl.int32), 0) != 0
     elif EDGE:
         edge = True
+    # (two whole calls, not one with the run-time test around alpha and cont inside the loop:
+    # that form took 75 registers a thread for [64, 128] time-major lanes tiles on 16 warps
+    # against these calls' 64, one program an SM instead of two; Triton 3.6)
     if edge:
         seg_a, seg_b, check = _td_lambda_chunks(
             r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
