@@ -19,6 +19,8 @@
 #   one-chunk-ab, ~8 min, carries _ab/one; s23-verify, ~9 min: the GPU tests and massive rows of
 #   4e63e04's plan changes; s26-verify, ~9 min: likewise for session 26's warps of whole rows;
 #   sweep-classic, ~8 min: benchmarks/sweep.py for four kernels at four classic misses;
+#   s27-massive, ~9 min: the massive grid of discounted returns and V-trace after session 27's
+#   changes; ncu-stalls, ~4 min: warm-L2 stall reasons by source line for three misses;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
 #   8-32 steps against PufferLib)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
@@ -333,6 +335,18 @@ PY
         timeout 110 python3 benchmarks/sweep.py $est 512x2048,512x4096,4096x128,16384x128 2>&1 \
           | tee "$OUT/sweep_classic_$est.log" | grep -v "^ *skip" | tail -12
       done ;;
+    s27-massive)
+      # the massive grid's rows of the two estimators session 27 changed (time-major discounted
+      # returns on 128-step lanes tiles: launch._EDGE_CARRY; V-trace's loop tiles take no row of
+      # it), every row against rl-triton, to count the goals again (last run: session 25)
+      timeout 540 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --time-major --peers rl-triton \
+        --estimators discounted_returns,vtrace --max-minutes 8 --no-plots --tag s27-massive --out "$OUT" 2>&1 | tail -8 ;;
+    ncu-stalls)
+      # warm-L2 profiles with stall reasons by source line (SourceCounters) of rows whose kernels
+      # run GAE's instruction count on fewer bytes (2026-12-02-h200-s27-notes.md, section 3)
+      printf 'discounted_returns 16384x128\ndiscounted_returns 512x4096\ntd_lambda 512x2048\n' | \
+        NCU_FLAGS='--cache-control none --section SourceCounters --section WarpStateStats --import-source yes' \
+        bash benchmarks/ncu_run.sh 2>&1 | tail -20 ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
