@@ -926,8 +926,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     seg_steps = min(_SEG_STEPS, split_steps)
     walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
     if forward or T % loop_tile[0] or programs < _LOOP_TILE_MIN_PROGRAMS * sms:
-        loop_tile = (_LOOP_BLOCK_T, 1)
-    loop_block_t = _FWD_WALK_BLOCK_T if walk else _LOOP_BLOCK_T if forward else loop_tile[0]
+        loop_tile = (_LOOP_BLOCK_T, 1)  # (the forward kernel's loop: its own stages below)
+    loop_block_t = _FWD_WALK_BLOCK_T if walk else loop_tile[0]
     if programs < target and p2 > _MAX_BLOCK_T and not walk:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
     n_chunks = _cdiv(T, block_t)
