@@ -21,6 +21,7 @@
 #   sweep-classic, ~8 min: benchmarks/sweep.py for four kernels at four classic misses;
 #   s27-massive, ~9 min: the massive grid of discounted returns and V-trace after session 27's
 #   changes; ncu-stalls, ~4 min: warm-L2 stall reasons by source line for three misses;
+#   sweep-128, ~5 min: every candidate's time for discounted returns and TD(lambda) at 128 steps;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
 #   8-32 steps against PufferLib)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
@@ -347,6 +348,13 @@ PY
       printf 'discounted_returns 16384x128\ndiscounted_returns 512x4096\ntd_lambda 512x2048\n' | \
         NCU_FLAGS='--cache-control none --section SourceCounters --section WarpStateStats --import-source yes' \
         bash benchmarks/ncu_run.sh 2>&1 | tail -20 ;;
+    sweep-128)
+      # every candidate plan's time (SWEEP_VERBOSE) for TD(lambda)'s kernel at 128-step rows, where
+      # it runs GAE's instruction count on fewer bytes (2026-12-02-h200-s27-notes.md, section 3)
+      for est in discounted_returns td_lambda; do
+        SWEEP_VERBOSE=1 timeout 150 python3 benchmarks/sweep.py $est 4096x128,16384x128 2>&1 \
+          | tee "$OUT/sweep_128_$est.log" | grep -v "^ *skip" | tail -30
+      done ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
