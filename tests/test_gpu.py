@@ -429,6 +429,48 @@ def test_one_chunk_rows(shape, name, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("bootstrap", ["last_value", "bootstrap_values"])
+@pytest.mark.parametrize("shape", [(384, 4096), (1000, 4096), (512, 8192), (330, 2560)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_loop_tiles(shape, bootstrap, monkeypatch, poisoned):
+    """V-trace's rows walked by one program in 512-step chunks with the loop pipelined 3 deep
+    (launch._LOOP_TILES): whole chunks on at least 2.5 programs an SM (330 rows of 132 SMs),
+    a row count that is not a multiple of anything (1000), terminations and truncations."""
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_t, pl.segments, pl.seg_len, pl.stages))
+    poisoned.clear_caches()
+    try:
+        case = on_gpu(make_case("vtrace", shape, seed=shape[0], bootstrap=bootstrap))
+        _compare(case, as_f64(case)(backend="torch"), f"vtrace {shape} loop tiles")
+        assert seen[-1] == (512, 1, shape[1], 3), seen
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("shape", [(4096, 128), (16384, 128), (5000, 100)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_edge_carry(shape, monkeypatch, poisoned):
+    """Time-major discounted returns on the 128-step time-major lanes tiles start from the
+    edge carry (launch._EDGE_CARRY): against the float64 reference, and with non-finite
+    last values (every other row; the last step terminated in a third of the rows), whose
+    programs take the per-step form, NaN and inf where the reference puts them."""
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, kw.get("EDGE_CARRY")))
+    poisoned.clear_caches()
+    try:
+        case = make_case("discounted_returns", shape, flags="terminated", seed=shape[0])
+        _compare_time_major(case, as_f64(case)(backend="torch"), f"discounted returns {shape} edge carry")
+        assert seen[-1] == (True, 128, True), seen
+        kw = dict(case.kwargs)
+        last = kw["last_value"].clone()
+        last[::2] = float("nan")
+        last[1::6] = float("inf")
+        term = kw["terminated"].clone()
+        term[::3, -1] = True
+        odd = Case(case.name, case.args, {**kw, "last_value": last, "terminated": term}, case.T)
+        _compare_nonfinite(odd, odd(backend="reference"), True, f"{shape} edge carry, non-finite last values")
+        assert seen[-1] == (True, 128, True), seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(128, 4096), (64, 65536), (1, 1048576)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_lookback_split(shape, name, monkeypatch):

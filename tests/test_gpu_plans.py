@@ -79,6 +79,8 @@ def dry(monkeypatch):
     monkeypatch.setattr(G, "as_f64", lambda case: lambda **kwargs: ())
     monkeypatch.setattr(G, "_compare", lambda case, ref, what: run_once(case))
     monkeypatch.setattr(G, "_compare_time_major", lambda case, ref, what: run_once(to_time_major(case)))
+    monkeypatch.setattr(G, "_compare_nonfinite",
+                        lambda case, ref, time_major, what: run_once(to_time_major(case) if time_major else case))
     launch.clear_caches()
     yield
     launch.clear_caches()  # (before monkeypatch restores the settings: no plan of these stays cached)
@@ -109,6 +111,8 @@ test_desc_tiles = _dry(G.test_desc_tiles)
 test_tm_div = _dry(G.test_tm_div)
 test_loop_registers = _dry(G.test_loop_registers)
 test_one_chunk_rows = _dry(G.test_one_chunk_rows)
+test_loop_tiles = _dry(G.test_loop_tiles)
+test_edge_carry = _dry(G.test_edge_carry)
 test_lookback_split = _dry(G.test_lookback_split)
 test_carry_products_split = _dry(G.test_carry_products_split)
 test_seg_flip_split = _dry(G.test_seg_flip_split)
