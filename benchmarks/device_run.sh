@@ -19,6 +19,7 @@
 #   one-chunk-ab, ~8 min, carries _ab/one; s23-verify, ~9 min: the GPU tests and massive rows of
 #   4e63e04's plan changes; s26-verify, ~9 min: likewise for session 26's warps of whole rows;
 #   sweep-classic, ~8 min: benchmarks/sweep.py for four kernels at four classic misses;
+#   s27-verify, ~2 min: session 27's GPU tests not yet run (test_loop_tiles, test_edge_carry);
 #   s27-massive, ~9 min: the massive grid of discounted returns and V-trace after session 27's
 #   changes; ncu-stalls, ~4 min: warm-L2 stall reasons by source line for three misses;
 #   sweep-128, ~5 min: every candidate's time for discounted returns and TD(lambda) at 128 steps;
@@ -336,6 +337,10 @@ PY
         timeout 110 python3 benchmarks/sweep.py $est 512x2048,512x4096,4096x128,16384x128 2>&1 \
           | tee "$OUT/sweep_classic_$est.log" | grep -v "^ *skip" | tail -12
       done ;;
+    s27-verify)
+      # the GPU tests written after session 27's device time ran out: V-trace's loop tiles and the
+      # edge carry (its per-step fallback for non-finite last values included)
+      gpu_tests 240 "loop_tiles or edge_carry" s27_verify_tests.log ;;
     s27-massive)
       # the massive grid's rows of the two estimators session 27 changed (time-major discounted
       # returns on 128-step lanes tiles: launch._EDGE_CARRY; V-trace's loop tiles take no row of
