@@ -533,7 +533,7 @@ def test_one_chunk_plan():
 
     def kept(shape, form="gae"):  # the plan without the rule
         return launch.plan(*shape, 132, long_rows.get(form, launch._LONG_ROWS_DEFAULT), form == "forward",
-                           loop_tile=launch._LOOP_TILES.get(form, (launch._LOOP_BLOCK_T, 1)))[:5]
+                           loop_tile=launch._LOOP_TILES.get(form, launch._LOOP_TILE_DEFAULT))[:5]
 
     one_4k_16, one_4k_8, one_8k = (1, 4096, 16, 1, 4096), (1, 4096, 8, 1, 4096), (1, 8192, 16, 1, 8192)
     assert got((1, 4096)) == one_4k_16 != kept((1, 4096))  # was split in 4 segments

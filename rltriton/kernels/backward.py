@@ -53,6 +53,7 @@ from rltriton.kernels.scan import (
     load_next_only,
     load_tile,
     next_state_values,
+    row_values,
     scalar,
     scan_order,
     scan_step,
@@ -319,15 +320,11 @@ def td_lambda_kernel(
     tl.static_assert(not EDGE_CARRY or (PHASE == 0 and not HAS_VALUES and not HAS_TRUNC and not L_TENSOR
                                         and (NV_MODE == 0 or NV_MODE == 3) and GROUP_TILES != 3),
                      "EDGE_CARRY: discounted returns on whole rows, no truncations, not rows end to end")
-    EDGE: tl.constexpr = EDGE_CARRY
     LAZY: tl.constexpr = LAZY_CUT and PHASE < 3
     edge = False
     edge_carry = carry
-    if EDGE and NV_MODE == 3:
-        BN: tl.constexpr = rows.shape[0]
-        rv = tl.reshape(rows, [BN])
-        rm = tl.reshape(row_mask, [BN])
-        edge_carry = tl.load(lv_ptr + rv * s_lv_n, mask=rm, other=0.0).to(DT)
+    if EDGE_CARRY and NV_MODE == 3:
+        edge_carry = row_values(lv_ptr, s_lv_n, rows, row_mask, DT)
         if LAZY:
             # uncut, a last step whose beta is 0 gives r + 0 * last_value as SPEC's arithmetic
             # does; whatever comes out non-finite sends the program to the exact pass below
@@ -338,7 +335,7 @@ def td_lambda_kernel(
             # holding one take the per-step nv instead
             finite = edge_carry * 0.0 == 0.0
             edge = tl.min(finite.to(tl.int32), 0) != 0
-    elif EDGE:
+    elif EDGE_CARRY:
         edge = True
     # (two whole calls, not one with the run-time test around alpha and cont inside the loop:
     # that form took 75 registers a thread for [64, 128] time-major lanes tiles on 16 warps

@@ -35,6 +35,7 @@ _MAX_T = 2**31 - 2**15
 _TILE = 2048  # most elements of a [BLOCK_N, BLOCK_T] tile
 _MAX_BLOCK_T = 2048  # rows up to this many steps are one chunk (no carry between chunks)
 _LOOP_BLOCK_T = 1024  # chunk of longer rows that are not split in time
+_LOOP_TILE_DEFAULT = (_LOOP_BLOCK_T, 1)  # (steps, pipelining depth) of a chunk loop, _LOOP_TILES aside
 _SHORT_T = 128  # rows up to this many steps are tiled several to a program
 _SHORT_TILE = 256  # elements of a short-row tile
 # elements a warp of a short-row tile takes (4 a thread). Session 9's sweep found one warp
@@ -122,7 +123,7 @@ _LONG_ROWS_DEFAULT = (8, 2048, 8)
 _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # A row walked by one program in chunks (batch-major, no split): (steps of a chunk, depth of
 # the chunk loop's software pipeline, Plan.stages) per backward kernel form; the default is
-# _LOOP_BLOCK_T-step chunks, not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
+# _LOOP_TILE_DEFAULT, _LOOP_BLOCK_T-step chunks not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
 # 512x4096 (2026-12-02-h200-s27-sweep-classic.txt) found 512-step chunks 3 deep 13.2 us
 # against the default 1024-step chunks' 15.1. A/B (benchmarks/ab.py, two runs,
 # 2026-12-02-h200-s27-ab-vtrace-loop.txt), device us, default -> these: 512 x 4096 14.3 ->
@@ -869,7 +870,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
          forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None,
          tiny_warp_elems: int = _TINY_WARP_ELEMS,
          whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT,
-         loop_tile: tuple[int, int] = (_LOOP_BLOCK_T, 1)) -> Plan:
+         loop_tile: tuple[int, int] = _LOOP_TILE_DEFAULT) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -926,7 +927,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     seg_steps = min(_SEG_STEPS, split_steps)
     walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
     if forward or T % loop_tile[0] or programs < _LOOP_TILE_MIN_PROGRAMS * sms:
-        loop_tile = (_LOOP_BLOCK_T, 1)  # (the forward kernel's loop: its own stages below)
+        loop_tile = _LOOP_TILE_DEFAULT  # (the forward kernel's loop: its own stages below)
     loop_block_t = _FWD_WALK_BLOCK_T if walk else loop_tile[0]
     if programs < target and p2 > _MAX_BLOCK_T and not walk:
         block_t = min(block_t, split_steps)  # (rows that may be split: an estimator's own chunk)
@@ -1090,7 +1091,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
-                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, (_LOOP_BLOCK_T, 1)))
+                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT))
 
 
 # --- replay of repeated calls ------------------------------------------------------------

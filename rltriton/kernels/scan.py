@@ -760,13 +760,19 @@ def next_state_values(
                 # thread on time-major tiles (6 conversions through shared memory a chunk
                 # for GAE at [128, 16] on 4 warps, Triton 3.6 and 3.8; V-trace 16384 x 512
                 # time-major 186 -> 110 us on an H200); now one conversion of the vector
-                BN: tl.constexpr = rows.shape[0]
-                lv = tl.load(lv_ptr + tl.reshape(rows, [BN]) * s_lv_n, mask=tl.reshape(row_mask, [BN]),
-                             other=0.0).to(DT)[:, None]
+                lv = row_values(lv_ptr, s_lv_n, rows, row_mask, DT)[:, None]
             else:
                 lv = tl.load(lv_ptr + rows * s_lv_n, mask=row_mask, other=0.0).to(DT)
             nv = tl.where(ts == T - 1, lv, nv)
     return nv
+
+
+@triton.jit
+def row_values(ptr, s_n, rows, row_mask, DT: tl.constexpr):
+    """A value per row (``last_value``) as a [BN] vector, for ``rows`` and ``row_mask`` of
+    shape [BN, 1] (0 for masked rows)."""
+    BN: tl.constexpr = rows.shape[0]
+    return tl.load(ptr + tl.reshape(rows, [BN]) * s_n, mask=tl.reshape(row_mask, [BN]), other=0.0).to(DT)
 
 
 # --- time split -----------------------------------------------------------------------
