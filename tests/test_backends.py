@@ -1486,3 +1486,35 @@ def test_lane_tiles_reach(monkeypatch):
     monkeypatch.setattr(launch, "_ROW_LANES", False)
     assert _row_lanes_plan(32768, 32, sms, "gae") is None
     launch.clear_caches()
+
+
+
+def test_dr_short_tiles(monkeypatch, poisoned):
+    """Discounted returns with a last_value or none, terminations only, scalar gamma and
+    float32 take their own short-row tiles (launch._DR_SHORT_TILES: [4, 128] on 2 warps for
+    rows of 65-128 steps) on enough programs (here any): against the float64 reference with
+    outputs poisoned, on row counts that leave the last tile part empty; truncations,
+    bootstrap_values, per-step gamma, float64, TD(lambda) and time-major storage keep the
+    [2, 128] tiles (or their own)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DR_SHORT_TILE_MIN_PROGRAMS", 0.0)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps))
+    try:
+        poisoned.clear_caches()
+        for shape, bootstrap in (((9, 128), "last_value"), ((7, 100), "none"), ((6, 65), "last_value")):
+            check(make_case("discounted_returns", shape, bootstrap=bootstrap, flags="terminated", seed=shape[0]),
+                  "triton")
+            assert seen[-1] == (4, 128, 2), (shape, seen)
+        others = [make_case("discounted_returns", (9, 128), flags="both", seed=1),
+                  make_case("discounted_returns", (9, 128), bootstrap="bootstrap_values", flags="terminated", seed=2),
+                  make_case("discounted_returns", (9, 128), flags="terminated", per_step=True, seed=5),
+                  make_case("discounted_returns", (9, 128), flags="terminated", dtype=torch.float64, seed=6),
+                  make_case("td_lambda", (9, 128), flags="terminated", seed=3)]
+        for case in others:
+            check(case, "triton")
+            assert seen[-1] == (2, 128, 2), (case.name, seen)
+        check(make_case("discounted_returns", (9, 128), flags="terminated", seed=4, time_major=True), "triton")
+        assert seen[-1][0] != 4, seen
+    finally:
+        poisoned.clear_caches()

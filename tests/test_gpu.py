@@ -446,6 +446,28 @@ def test_loop_tiles(shape, bootstrap, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("bootstrap", ["last_value", "none"])
+@pytest.mark.parametrize("shape", [(8192, 128), (16384, 128), (33001, 128), (20001, 100)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dr_short_tiles(shape, bootstrap, monkeypatch, poisoned):
+    """Discounted returns with a last_value or none and terminations only take [4, 128]
+    tiles on 2 warps (launch._DR_SHORT_TILES): against the float64 reference, on a row count
+    that is no multiple of the tile (33001, 20001) and rows of 100 steps; with truncations
+    they keep the [2, 128] tiles, as TD(lambda) does."""
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps))
+    poisoned.clear_caches()
+    try:
+        case = on_gpu(make_case("discounted_returns", shape, seed=shape[0] + 3, bootstrap=bootstrap,
+                                flags="terminated"))
+        _compare(case, as_f64(case)(backend="torch"), f"discounted returns {shape} {bootstrap} [4, 128] tiles")
+        assert seen[-1] == (4, 128, 2), seen
+        both = on_gpu(make_case("discounted_returns", shape, seed=shape[0] + 4, bootstrap=bootstrap, flags="both"))
+        _compare(both, as_f64(both)(backend="torch"), f"discounted returns {shape} {bootstrap} truncations")
+        assert seen[-1] == (2, 128, 2), seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("shape", [(4096, 128), (16384, 128), (5000, 100)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_edge_carry(shape, monkeypatch, poisoned):
     """Time-major discounted returns on the 128-step time-major lanes tiles start from the

@@ -836,6 +836,13 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+def _device_sms(device: torch.device) -> int:
+    """The multiprocessors of ``device`` (``_DEFAULT_SMS`` for the CPU interpreter)."""
+    if device.type != "cuda":
+        return _DEFAULT_SMS
+    return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def _cdiv(a: int, b: int) -> int:
     # plain integer arithmetic: triton.cdiv is a JIT function, slow to call from the host
     return -(-a // b)
@@ -870,7 +877,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
          forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None,
          tiny_warp_elems: int = _TINY_WARP_ELEMS,
          whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT,
-         loop_tile: tuple[int, int] = _LOOP_TILE_DEFAULT) -> Plan:
+         loop_tile: tuple[int, int] = _LOOP_TILE_DEFAULT,
+         short_tile: tuple[int, int] | None = None) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -898,7 +906,9 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     than SMs, and the most programs an SM on which a whole 4096-step row keeps 16 warps.
     ``loop_tile`` (the form's entry of ``_LOOP_TILES``): the steps of a chunk of a row that
     one program walks (backward kernels) and the chunk loop's pipelining depth, for rows of
-    whole chunks on at least ``_LOOP_TILE_MIN_PROGRAMS`` programs an SM.
+    whole chunks on at least ``_LOOP_TILE_MIN_PROGRAMS`` programs an SM. ``short_tile``
+    (``_DR_SHORT_TILES``' entry for the rows' length): the elements of a short-row tile and
+    the elements a warp takes, in place of ``_SHORT_TILE`` and ``_SHORT_WARP_ELEMS``.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -906,7 +916,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     if p2 <= _SHORT_T:
         block_t = min(p2, _MAX_BLOCK_T)
         rows_p2 = _next_pow2(max(R, 1))
-        block_n = max(1, min(_SHORT_TILE // block_t, rows_p2))
+        block_n = max(1, min((short_tile or (_SHORT_TILE,))[0] // block_t, rows_p2))
         if fwd_short:
             wide = max(block_n, min(_FWD_SHORT_TILE // block_t, rows_p2))
             while wide > block_n and _cdiv(R, wide) < target:
@@ -963,6 +973,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         cap = min(cap, _FWD_ONE_CHUNK_WARPS)
         loop_warps = min(loop_warps, _FWD_WALK_WARPS if walk else _FWD_LOOP_WARPS)
     per_warp = _FWD_WARP_ELEMS if fwd_short else (_SHORT_WARP_ELEMS if p2 <= _SHORT_T else 128)
+    if short_tile is not None and p2 <= _SHORT_T and not fwd_short:
+        per_warp = short_tile[1]
     if block_t <= _TINY_T:
         per_warp = tiny_warp_elems
     num_warps = max(1, min(cap, elems // per_warp))
@@ -1067,7 +1079,8 @@ def _tm_stages(chunks: int) -> int:
 
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
-             few: FewTiles | None = None, form: str | None = None) -> Plan:
+             few: FewTiles | None = None, form: str | None = None,
+             short_tile: tuple[int, int] | None = None) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
@@ -1076,14 +1089,13 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     ``form``: the kernel form (``_FORMS`` or ``"forward"``) whose ``_ONE_CHUNK_ROWS`` entry
     decides where a whole row is one chunk on batch-major storage, and whose short rows may
     take the lanes tiles (:func:`_row_lanes_plan`; time-major: :func:`_tm_lanes_plan`) (None:
-    neither)."""
-    sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
-        if device.type == "cuda" else _DEFAULT_SMS
+    neither); ``short_tile``: as in :func:`plan` (batch-major storage only)."""
+    sms = _device_sms(device)
     if time_major:
         pl = _tm_lanes_plan(R, T, sms, form) or plan_time_major(R, T, sms, wide, few)
         if pl is not None:
             return pl
-        long_rows, forward, form = _LONG_ROWS_DEFAULT, False, None
+        long_rows, forward, form, short_tile = _LONG_ROWS_DEFAULT, False, None, None
     else:
         pl = _row_lanes_plan(R, T, sms, form)
         if pl is not None:
@@ -1091,7 +1103,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
-                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT))
+                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT),
+                short_tile)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
@@ -1763,6 +1776,35 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     return args, meta
 
 
+# Discounted returns' short-row tiles (td_lambda_kernel without values, a last_value or none,
+# no truncations, scalar gamma, float32), by the rows' length (next power of two): (elements
+# of the tile, elements a warp), on at least _DR_SHORT_TILE_MIN_PROGRAMS programs an SM of
+# that tile. Rows of 65-128 steps take [4, 128] tiles on 2 warps (8 elements a thread) in
+# place of [2, 128] on 2 warps. Found by `device_run.sh sweep-128` (16384 x 128: 6.5 -> 5.8 us).
+# H200, Triton 3.6, device us (benchmarks/ab.py, 2026-12-02-h200-s28-ab-short-tiles.txt and
+# -s28-ab-row-iters.txt), [2, 128] -> [4, 128]: 8192 x 128 4.1 -> 3.6 (4.0 -> 3.6, 4.0 -> 3.7 in
+# two repeats), 16384 x 128 6.5 -> 5.8 (6.4 -> 5.9), 32768 x 128 11.8 -> 10.0, 16384 x 100
+# 6.5 -> 5.4 (6.5 -> 5.5); 4096 x 128 2.8 -> 2.8, 2048 x 128 (3.9 programs an SM) 2.2 -> 2.1.
+# The same tiles lost for the kernels that read more a step: GAE 16384 x 128 7.1 -> 8.4,
+# TD(lambda) 6.9 -> 7.5, V-trace 9.9 -> 15.1, and so did [1, 128] tiles on one warp for all four
+# (discounted returns 16384 x 128 6.5 -> 11.2), so only discounted returns take them; with
+# truncations or per-step bootstrap values (one more access a step) it was not timed.
+_DR_SHORT_TILES: dict[int, tuple[int, int]] = {128: (512, 256)}
+_DR_SHORT_TILE_MIN_PROGRAMS = 4.0
+
+
+def _dr_short_tile(p: Problem, R: int) -> tuple[int, int] | None:
+    """Discounted returns' short-row tile (``_DR_SHORT_TILES``) for this call, or None."""
+    raw = p.raw
+    tile = _DR_SHORT_TILES.get(_next_pow2(max(p.T, 1)))
+    if tile is None or "values" in raw or "next_values" in raw or "bootstrap_values" in raw \
+            or raw.get("truncated") is not None or isinstance(p.gamma_raw, Tensor) or p.dtype != torch.float32:
+        return None
+    if _cdiv(R, tile[0] // _next_pow2(p.T)) < _DR_SHORT_TILE_MIN_PROGRAMS * _device_sms(p.device):
+        return None
+    return tile
+
+
 def _one_chunk_form(form: str, p: Problem) -> str | None:
     """The kernel form whose ``_ONE_CHUNK_ROWS`` bounds the call's plan takes: None (never a
     whole row in one chunk) for float64 arithmetic, whose registers those tiles would spill."""
@@ -1787,7 +1829,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     kform = "retrace_actions" if "action_values" in raw else kind
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
-                  form=_one_chunk_form(kform, p))
+                  form=_one_chunk_form(kform, p), short_tile=_dr_short_tile(p, R) if kind == "td_lambda" else None)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
