@@ -446,6 +446,29 @@ def test_loop_tiles(shape, bootstrap, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("shape, time_major, exact", [((4096, 512), False, True), ((16384, 128), False, True),
+                                                     ((32768, 64), False, True), ((4096, 128), True, True),
+                                                     ((5000, 100), False, False)],
+                         ids=["4096x512", "16384x128", "32768x64", "tm-4096x128", "5000x100"])
+def test_exact_t(shape, time_major, exact, name, monkeypatch, poisoned):
+    """TD(lambda)'s kernel with T the constant BLOCK_T on one pass of whole rows of exactly a
+    chunk (launch._EXACT_T; 100-step rows, a padded chunk, do not take it): against the
+    float64 reference, each bootstrap form in turn, truncations and terminations."""
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("EXACT_T"))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, seed=shape[0] + 7, bootstrap=BOOTSTRAP_FORMS[shape[1] % 3])
+        if time_major:
+            _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T, time-major")
+        else:
+            case = on_gpu(case)
+            _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T")
+        assert seen[-1] is exact, seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("bootstrap", ["last_value", "none"])
 @pytest.mark.parametrize("shape", [(8192, 128), (16384, 128), (33001, 128), (20001, 100)],
                          ids=lambda s: f"{s[0]}x{s[1]}")

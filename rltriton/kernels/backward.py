@@ -273,6 +273,7 @@ def td_lambda_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     LAZY_CUT: tl.constexpr = False, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, EDGE_CARRY: tl.constexpr = False,
+    EXACT_T: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -285,9 +286,16 @@ def td_lambda_kernel(
     that makes a NaN that reaches this pass's returns (or PHASE 1's map) too: every
     intermediate of the scan is added into some return. So when all it produced is finite
     it is the cut scan's result, and otherwise the program runs its segment again with the
-    cut, from the same carry, writing over the first pass's returns."""
+    cut, from the same carry, writing over the first pass's returns.
+
+    ``EXACT_T`` (``launch._EXACT_T``): a single pass whose one chunk is exactly the row
+    (T == BLOCK_T), so T is the constant BLOCK_T and the segment 0: every step's time is then a
+    constant of its register, and the tests t < T and t = T - 1 fold away."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
+    if EXACT_T:
+        tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
+        T = BLOCK_T
     s_r_n = aligned(s_r_n, ROW_DIV)
     s_v_n = aligned(s_v_n, ROW_DIV)
     s_term_n = aligned(s_term_n, ROW_DIV)
@@ -310,6 +318,8 @@ def td_lambda_kernel(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP,
     )
+    if EXACT_T:  # (PHASE 0's grid axis 1 is one wide)
+        seg = 0
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     # EDGE_CARRY (launch._EDGE_CARRY): discounted returns (no values, so lam is 1; nv is

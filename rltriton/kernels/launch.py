@@ -1805,6 +1805,21 @@ def _dr_short_tile(p: Problem, R: int) -> tuple[int, int] | None:
     return tile
 
 
+# TD(lambda)'s kernel (TD(lambda), discounted returns) on a single pass whose one chunk is
+# exactly the row (T == BLOCK_T: rows of a power of two steps up to a whole-row chunk) takes T
+# as the constant BLOCK_T and the segment as 0 (td_lambda_kernel's EXACT_T), so the t < T and
+# t = T - 1 tests fold: SASS a thread (Triton 3.6, sm_90a), TD(lambda) [2, 128] on 2 warps
+# 244 -> 216, discounted returns [4, 128] 382 -> 323, its lanes tile [8, 64] 320 -> 267. H200,
+# Triton 3.6, device us (benchmarks/ab.py, 2026-12-02-h200-s28-ab-exact-t.txt, two runs), every
+# backward kernel with it -> without: TD(lambda) 4096 x 512 6.4 -> 5.8 and 6.5 -> 5.8,
+# 16384 x 128 6.9 -> 6.8, 7.0 -> 6.9, 32768 x 128 14.1 -> 13.8; discounted returns 4096 x 512
+# 5.8 -> 5.4 twice, 16384 x 128 5.8 -> 5.6 twice, 32768 x 128 9.9 -> 9.7, 32768 x 64 4.9 ->
+# 4.7; 512 x 2048 within 0.1 either way. GAE lost at 16384 x 128 (6.6 -> 6.8, 6.7 -> 6.9) and
+# V-trace at 4096 x 512 (9.8 -> 10.1, 9.9 -> 10.1) although each gained elsewhere (GAE
+# 4096 x 512 7.2 -> 6.7, V-trace 16384 x 128 10.1 -> 9.9), so only TD(lambda)'s kernel takes it.
+_EXACT_T = True
+
+
 def _one_chunk_form(form: str, p: Problem) -> str | None:
     """The kernel form whose ``_ONE_CHUNK_ROWS`` bounds the call's plan takes: None (never a
     whole row in one chunk) for float64 arithmetic, whose registers those tiles would spill."""
@@ -1842,7 +1857,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         out = _output(p, caller, like)
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
         lazy = _TD_LAZY_CUT and pl.time_major
-        meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy}
+        meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
+                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T}
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
