@@ -23,8 +23,8 @@
 #   s27-massive, ~9 min: the massive grid of discounted returns and V-trace after session 27's
 #   changes; ncu-stalls, ~4 min: warm-L2 stall reasons by source line for three misses;
 #   sweep-128, ~5 min: every candidate's time for discounted returns and TD(lambda) at 128 steps;
-#   s28-verify, ~5 min: the GPU tests of discounted returns (launch._DR_SHORT_TILES among them),
-#   then the classic and massive grids of discounted returns against rl-triton;
+#   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
+#   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
 #   8-32 steps against PufferLib)
 #   (grid=GRIDS:ESTIMATORS, up to ~9 min: one slice of the full grid, e.g. grid=classic:gae,vtrace;
@@ -365,7 +365,7 @@ PY
     s28-verify)
       # session 28's [4, 128] tiles of discounted returns (launch._DR_SHORT_TILES): every GPU test
       # of discounted returns, then its classic and massive rows (time-major too) against rl-triton
-      gpu_tests 200 "discounted or dr_short_tiles" s28_verify_tests.log
+      gpu_tests 240 "discounted or td_lambda or dr_short_tiles or exact_t" s28_verify_tests.log
       timeout 240 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic,massive --time-major \
         --peers rl-triton --estimators discounted_returns --max-minutes 3.5 --no-plots --tag s28-dr --out "$OUT" \
         2>&1 | tail -4 ;;

@@ -1523,28 +1523,30 @@ def test_dr_short_tiles(monkeypatch, poisoned):
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
 def test_exact_t(name, monkeypatch, poisoned):
     """TD(lambda)'s kernel takes T as the constant BLOCK_T (and segment 0) on a single pass
-    whose one chunk is exactly the row (``launch._EXACT_T``): against the float64 reference,
-    outputs poisoned, on rows of 1, 4, 16, 64, 128 and 256 steps (several rows a program, whole
-    rows, batch-major and time-major, every bootstrap form); rows of 100 steps (a padded chunk)
-    and split rows do not take it, nor do the other kernels."""
+    whose one chunk is exactly the row (``launch._EXACT_T``, batch-major storage): against the
+    float64 reference, outputs poisoned, on rows of 1, 4, 16, 64, 128 and 256 steps (several
+    rows a program, whole rows, every bootstrap form); time-major storage, rows of 100 steps (a
+    padded chunk) and split rows do not take it, nor do the other kernels."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("EXACT_T"))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major or pl.tm_lanes))
     try:
         poisoned.clear_caches()
         for shape in ((33, 1), (20, 4), (9, 16), (5, 64), (3, 128), (2, 256)):
             for time_major in (False, True):
                 check_short_row_forms(name, [shape], monkeypatch, poisoned, time_major=time_major)
-                assert seen and all(seen), (shape, time_major, seen)
+                # (a time-major call of one step is read as batch-major rows)
+                assert seen and all(flag is not tm_tiles for flag, tm_tiles in seen), (shape, time_major, seen)
+                assert time_major or not any(tm for _, tm in seen), seen
                 seen.clear()
         check(make_case(name, (5, 100), seed=5), "triton")
-        assert seen == [False], seen
+        assert seen == [(False, False)], seen
         use_small_tiles(monkeypatch, poisoned, split=True)
         seen.clear()
         check(make_case(name, (3, 64), seed=6), "triton")  # split in time: two passes
-        assert not any(seen), seen
+        assert not any(flag for flag, _ in seen), seen
         seen.clear()
         check(make_case("gae", (5, 64), seed=7), "triton")
-        assert seen == [None], seen
+        assert seen == [(None, False)], seen
     finally:
         poisoned.clear_caches()

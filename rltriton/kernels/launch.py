@@ -1805,8 +1805,9 @@ def _dr_short_tile(p: Problem, R: int) -> tuple[int, int] | None:
     return tile
 
 
-# TD(lambda)'s kernel (TD(lambda), discounted returns) on a single pass whose one chunk is
-# exactly the row (T == BLOCK_T: rows of a power of two steps up to a whole-row chunk) takes T
+# TD(lambda)'s kernel (TD(lambda), discounted returns) on a single pass of batch-major rows
+# whose one chunk is exactly the row (T == BLOCK_T: rows of a power of two steps up to a
+# whole-row chunk; time-major storage was not timed with it) takes T
 # as the constant BLOCK_T and the segment as 0 (td_lambda_kernel's EXACT_T), so the t < T and
 # t = T - 1 tests fold: SASS a thread (Triton 3.6, sm_90a), TD(lambda) [2, 128] on 2 warps
 # 244 -> 216, discounted returns [4, 128] 382 -> 323, its lanes tile [8, 64] 320 -> 267. H200,
@@ -1858,7 +1859,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
         lazy = _TD_LAZY_CUT and pl.time_major
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
-                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T}
+                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major
+                and not pl.tm_lanes}
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
