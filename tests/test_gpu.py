@@ -447,19 +447,19 @@ def test_loop_tiles(shape, bootstrap, monkeypatch, poisoned):
 
 
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
-@pytest.mark.parametrize("shape, time_major, exact", [((4096, 512), False, True), ((16384, 128), False, True),
-                                                     ((32768, 64), False, True), ((4096, 128), True, False),
-                                                     ((5000, 100), False, False)],
-                         ids=["4096x512", "16384x128", "32768x64", "tm-4096x128", "5000x100"])
-def test_exact_t(shape, time_major, exact, name, monkeypatch, poisoned):
+@pytest.mark.parametrize("shape, time_major, exact, bootstrap", [
+    ((4096, 512), False, True, "none"), ((16384, 128), False, True, "next_values"),
+    ((32768, 64), False, True, "bootstrap_values"), ((4096, 128), True, False, "last_value"),
+    ((5000, 100), False, False, "last_value")], ids=["4096x512", "16384x128", "32768x64", "tm-4096x128", "5000x100"])
+def test_exact_t(shape, time_major, exact, bootstrap, name, monkeypatch, poisoned):
     """TD(lambda)'s kernel with T the constant BLOCK_T on one pass of whole rows of exactly a
     chunk (launch._EXACT_T; 100-step rows, a padded chunk, and time-major storage do not take
-    it): against the float64 reference, each bootstrap form in turn, truncations and
-    terminations."""
+    it): against the float64 reference, a bootstrap form a shape (discounted returns take
+    bootstrap_values for next_values), truncations and terminations."""
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("EXACT_T"))
     poisoned.clear_caches()
     try:
-        case = make_case(name, shape, seed=shape[0] + 7, bootstrap=BOOTSTRAP_FORMS[shape[1] % 3])
+        case = make_case(name, shape, seed=shape[0] + 7, bootstrap=bootstrap)
         if time_major:
             _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T, time-major")
         else:
