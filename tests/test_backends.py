@@ -1520,15 +1520,22 @@ def test_dr_short_tiles(monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("forms", ["installed", "triton-3.6"])
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
-def test_exact_t(name, monkeypatch, poisoned):
+def test_exact_t(name, forms, monkeypatch, poisoned):
     """TD(lambda)'s kernel takes T as the constant BLOCK_T (and segment 0) on a single pass
     whose one chunk is exactly the row (``launch._EXACT_T``, batch-major storage): against the
     float64 reference, outputs poisoned, on rows of 1, 4, 16, 64, 128 and 256 steps (several
     rows a program, whole rows, every bootstrap form); time-major storage, rows of 100 steps (a
-    padded chunk) and split rows do not take it, nor do the other kernels."""
+    padded chunk) and split rows do not take it, nor do the other kernels. ``triton-3.6``: the
+    tile forms the H200's Triton takes (two-level group scan, lanes tiles from any number of
+    programs, descending tiles of up to 8 steps)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
+    if forms == "triton-3.6":
+        monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+        monkeypatch.setattr(poisoned, "_ROW_LANES", True)
+        monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0.0)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major or pl.tm_lanes))
     try:
         poisoned.clear_caches()
@@ -1542,9 +1549,11 @@ def test_exact_t(name, monkeypatch, poisoned):
         check(make_case(name, (5, 100), seed=5), "triton")
         assert seen == [(False, False)], seen
         use_small_tiles(monkeypatch, poisoned, split=True)
+        monkeypatch.setattr(poisoned, "_ROW_LANES", False)  # (lanes tiles are whole rows)
+        splits = launches_used(monkeypatch, poisoned)
         seen.clear()
         check(make_case(name, (3, 64), seed=6), "triton")  # split in time: two passes
-        assert not any(flag for flag, _ in seen), seen
+        assert not any(flag for flag, _ in seen) and len(splits[-1]) == 2, (seen, splits[-1])
         seen.clear()
         check(make_case("gae", (5, 64), seed=7), "triton")
         assert seen == [(None, False)], seen
