@@ -543,6 +543,14 @@ _EDGE_CARRY_TM_LANES_MIN_T = 128
 _EDGE_CARRY_ANY = False  # (tests: every tile of whole rows the kernel takes it on)
 
 
+def _returns_to_the_edge(meta: dict, has_values: bool) -> bool:
+    """Whether a ``td_lambda_kernel`` call with ``meta`` (``_common``'s) is discounted returns
+    (no values) bootstrapped at the window edge at most: a last_value or none, no truncations,
+    no per-step lam (the calls ``_EDGE_CARRY`` and ``_DR_SHORT_TILES`` apply to)."""
+    return (not has_values and not meta["HAS_TRUNC"] and not meta["L_TENSOR"]
+            and meta["NV_MODE"] in (_NV_NONE, _NV_LAST))
+
+
 def _edge_carry(pl: Plan, meta: dict) -> bool:
     """Whether a ``td_lambda_kernel`` launch of ``pl`` with ``meta`` starts from the edge
     carry (``_EDGE_CARRY``): discounted returns (no values) with a last_value or no
@@ -551,8 +559,7 @@ def _edge_carry(pl: Plan, meta: dict) -> bool:
     ``_EDGE_CARRY_ANY`` on any tile of whole rows but rows laid end to end
     (``GROUP_TILES = 3``), as the kernel allows."""
     tile = (pl.tm_lanes and pl.block_t >= _EDGE_CARRY_TM_LANES_MIN_T) or (_EDGE_CARRY_ANY and meta["GROUP_TILES"] != 3)
-    return (_EDGE_CARRY and tile and pl.segments == 1 and not meta["HAS_VALUES"] and not meta["HAS_TRUNC"]
-            and not meta["L_TENSOR"] and meta["NV_MODE"] in (_NV_NONE, _NV_LAST))
+    return _EDGE_CARRY and tile and pl.segments == 1 and _returns_to_the_edge(meta, meta["HAS_VALUES"])
 
 
 # PHASE 2 of a time split walks the segments in the opposite order to PHASE 1
@@ -1793,12 +1800,12 @@ _DR_SHORT_TILES: dict[int, tuple[int, int]] = {128: (512, 256)}
 _DR_SHORT_TILE_MIN_PROGRAMS = 4.0
 
 
-def _dr_short_tile(p: Problem, R: int) -> tuple[int, int] | None:
-    """Discounted returns' short-row tile (``_DR_SHORT_TILES``) for this call, or None."""
-    raw = p.raw
+def _dr_short_tile(p: Problem, R: int, meta: dict) -> tuple[int, int] | None:
+    """Discounted returns' short-row tile (``_DR_SHORT_TILES``) for this ``td_lambda_kernel``
+    call (``meta``: ``_common``'s), or None."""
     tile = _DR_SHORT_TILES.get(_next_pow2(max(p.T, 1)))
-    if tile is None or "values" in raw or "next_values" in raw or "bootstrap_values" in raw \
-            or raw.get("truncated") is not None or isinstance(p.gamma_raw, Tensor) or p.dtype != torch.float32:
+    if tile is None or not _returns_to_the_edge(meta, "values" in p.raw) or meta["G_TENSOR"] \
+            or p.dtype != torch.float32:
         return None
     if _cdiv(R, tile[0] // _next_pow2(p.T)) < _DR_SHORT_TILE_MIN_PROGRAMS * _device_sms(p.device):
         return None
@@ -1843,9 +1850,10 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     common, meta = _common(p, rows, dummy)
     # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own, no wide ones
     kform = "retrace_actions" if "action_values" in raw else kind
+    short_tile = _dr_short_tile(p, R, meta) if kind == "td_lambda" else None
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
-                  form=_one_chunk_form(kform, p), short_tile=_dr_short_tile(p, R) if kind == "td_lambda" else None)
+                  form=_one_chunk_form(kform, p), short_tile=short_tile)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
