@@ -45,6 +45,7 @@ _SHORT_TILE = 256  # elements of a short-row tile
 # 3.3 -> 2.9 -> 3.3, 32768 x 8 2.7 -> 2.9 -> 3.5), slower for the rest (V-trace 32768 x 64
 # 11.1 -> 14.9 -> 20.6, the action form 32768 x 32 18.4 -> 27.6 -> 28.8): kept at 4 a thread.
 _SHORT_WARP_ELEMS = 128
+_SHORT_TILE_DEFAULT = (_SHORT_TILE, _SHORT_WARP_ELEMS)  # (a short-row tile's elements, a warp's), _DR_SHORT_TILES aside
 # Tiles of at most _TINY_T steps (rows of 1-8 steps) take _TINY_WARP_ELEMS elements a warp (2 a
 # thread; the action form of Retrace _TINY_WARP_ELEMS_BY_FORM's 1): such a call runs in one
 # wave, each SM holding a few programs, and Triton 3.6 lowers their reverse scan with a flip
@@ -885,7 +886,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
          tiny_warp_elems: int = _TINY_WARP_ELEMS,
          whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT,
          loop_tile: tuple[int, int] = _LOOP_TILE_DEFAULT,
-         short_tile: tuple[int, int] | None = None) -> Plan:
+         short_tile: tuple[int, int] = _SHORT_TILE_DEFAULT) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -914,8 +915,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     ``loop_tile`` (the form's entry of ``_LOOP_TILES``): the steps of a chunk of a row that
     one program walks (backward kernels) and the chunk loop's pipelining depth, for rows of
     whole chunks on at least ``_LOOP_TILE_MIN_PROGRAMS`` programs an SM. ``short_tile``
-    (``_DR_SHORT_TILES``' entry for the rows' length): the elements of a short-row tile and
-    the elements a warp takes, in place of ``_SHORT_TILE`` and ``_SHORT_WARP_ELEMS``.
+    (``_SHORT_TILE_DEFAULT``, or ``_DR_SHORT_TILES``' entry for the rows' length): the elements
+    of a short-row tile and the elements a warp takes (backward kernels).
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -923,7 +924,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     if p2 <= _SHORT_T:
         block_t = min(p2, _MAX_BLOCK_T)
         rows_p2 = _next_pow2(max(R, 1))
-        block_n = max(1, min((short_tile or (_SHORT_TILE,))[0] // block_t, rows_p2))
+        block_n = max(1, min(short_tile[0] // block_t, rows_p2))
         if fwd_short:
             wide = max(block_n, min(_FWD_SHORT_TILE // block_t, rows_p2))
             while wide > block_n and _cdiv(R, wide) < target:
@@ -979,9 +980,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     if forward:
         cap = min(cap, _FWD_ONE_CHUNK_WARPS)
         loop_warps = min(loop_warps, _FWD_WALK_WARPS if walk else _FWD_LOOP_WARPS)
-    per_warp = _FWD_WARP_ELEMS if fwd_short else (_SHORT_WARP_ELEMS if p2 <= _SHORT_T else 128)
-    if short_tile is not None and p2 <= _SHORT_T and not fwd_short:
-        per_warp = short_tile[1]
+    per_warp = _FWD_WARP_ELEMS if fwd_short else (short_tile[1] if p2 <= _SHORT_T else 128)
     if block_t <= _TINY_T:
         per_warp = tiny_warp_elems
     num_warps = max(1, min(cap, elems // per_warp))
@@ -1111,7 +1110,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
                 _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT),
-                short_tile)
+                short_tile or _SHORT_TILE_DEFAULT)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
