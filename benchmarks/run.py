@@ -875,7 +875,8 @@ def main() -> int:
             for s in GRIDS[g]:
                 if all(s != x for _, x in shapes):
                     shapes.append((category(s), s))
-        grid_tag = "+".join(grids)
+        # "-", not "+": the device tool drops result files whose names hold a "+"
+        grid_tag = "-".join(grids)
     if ARGS.shapes:
         extra = parse_shapes(ARGS.shapes)
         shapes = [(category(s), s) for s in extra]
