@@ -23,6 +23,9 @@
 #   s27-massive, ~9 min: the massive grid of discounted returns and V-trace after session 27's
 #   changes; ncu-stalls, ~4 min: warm-L2 stall reasons by source line for three misses;
 #   sweep-128, ~5 min: every candidate's time for discounted returns and TD(lambda) at 128 steps;
+#   s29, ~5 min: the classic and massive grids of discounted returns and TD(lambda) (time-major
+#   too) against rl-triton after session 28's tiles, then every candidate's time for discounted
+#   returns at 16384 and 32768 x 64;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -369,6 +372,15 @@ PY
       timeout 240 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic,massive --time-major \
         --peers rl-triton --estimators discounted_returns --max-minutes 3.5 --no-plots --tag s28-dr --out "$OUT" \
         2>&1 | tail -4 ;;
+    s29)
+      # session 28's [4, 128] tiles of discounted returns and TD(lambda)'s constant T (their GPU
+      # tests passed in s28-verify) through the harness: classic and massive rows, time-major
+      # too, against rl-triton; then the sweep of discounted returns' 64-step misses
+      timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic,massive --time-major \
+        --peers rl-triton --estimators discounted_returns,td_lambda --max-minutes 5 --no-plots --tag s29-dr-td \
+        --out "$OUT" 2>&1 | tail -4
+      SWEEP_VERBOSE=1 timeout 150 python3 benchmarks/sweep.py discounted_returns 16384x64,32768x64 2>&1 \
+        | tee "$OUT/sweep_64_dr.log" | grep -v "^ *skip" | tail -24 ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
