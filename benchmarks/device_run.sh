@@ -25,7 +25,8 @@
 #   sweep-128, ~5 min: every candidate's time for discounted returns and TD(lambda) at 128 steps;
 #   s29, ~5 min: the classic and massive grids of discounted returns and TD(lambda) (time-major
 #   too) against rl-triton after session 28's tiles, then every candidate's time for discounted
-#   returns at 16384 and 32768 x 64;
+#   returns at 16384 and 32768 x 64; sweep-lanes, ~5 min: the lanes tiles' shapes (warps, rows a
+#   lane) for discounted returns and TD(lambda) at 64 and 128 steps and V-trace at 64;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -381,6 +382,15 @@ PY
         --out "$OUT" 2>&1 | tail -4
       SWEEP_VERBOSE=1 timeout 150 python3 benchmarks/sweep.py discounted_returns 16384x64,32768x64 2>&1 \
         | tee "$OUT/sweep_64_dr.log" | grep -v "^ *skip" | tail -24 ;;
+    sweep-lanes)
+      # every lanes tile (GROUP_TILES = 4) of 1-8 warps and 1-2 rows a lane against the default
+      # plan without them, at the 64- and 128-step misses of the massive grid
+      for spec in discounted_returns:8192x128,16384x128,32768x128,16384x64,32768x64 \
+                  td_lambda:8192x128,16384x128,32768x128,32768x64 vtrace:8192x64,16384x64; do
+        SWEEP_LANES=1 SWEEP_VERBOSE=1 SWEEP_LANE_SHAPES=1:1,2:1,4:1,8:1,1:2,2:2,4:2 timeout 100 \
+          python3 benchmarks/sweep.py "${spec%%:*}" "${spec#*:}" 2>&1 | tee "$OUT/sweep_lanes_${spec%%:*}.log" \
+          | grep -v "^ *skip" | grep -v "^   (" | tail -8
+      done ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
