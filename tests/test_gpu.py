@@ -475,9 +475,11 @@ def test_exact_t(shape, time_major, exact, bootstrap, name, monkeypatch, poisone
                          ids=lambda s: f"{s[0]}x{s[1]}")
 def test_dr_short_tiles(shape, bootstrap, monkeypatch, poisoned):
     """Discounted returns with a last_value or none and terminations only take [4, 128]
-    tiles on 2 warps (launch._DR_SHORT_TILES): against the float64 reference, on a row count
-    that is no multiple of the tile (33001, 20001) and rows of 100 steps; with truncations
-    they keep the [2, 128] tiles, as TD(lambda) does."""
+    tiles on 2 warps (launch._DR_SHORT_TILES) where the 128-step lanes tiles do not apply (here
+    forced off beyond 8192 rows of 128 steps, see test_td_wide_lanes): against the float64
+    reference, on a row count that is no multiple of the tile (33001, 20001) and rows of 100
+    steps; with truncations they keep the [2, 128] tiles, as TD(lambda) does."""
+    monkeypatch.setattr(poisoned, "_TD_WIDE_LANES", False)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps))
     poisoned.clear_caches()
     try:
@@ -488,6 +490,31 @@ def test_dr_short_tiles(shape, bootstrap, monkeypatch, poisoned):
         both = on_gpu(make_case("discounted_returns", shape, seed=shape[0] + 4, bootstrap=bootstrap, flags="both"))
         _compare(both, as_f64(both)(backend="torch"), f"discounted returns {shape} {bootstrap} truncations")
         assert seen[-1] == (2, 128, 2), seen
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("shape", [(12288, 128), (16384, 128), (24001, 128), (32768, 128)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_td_wide_lanes(name, shape, monkeypatch, poisoned):
+    """TD(lambda) and discounted returns on rows of 128 steps with a last_value and
+    terminations take the lanes tiles [8, 128] on 2 warps with T a constant
+    (launch._TD_WIDE_LANES) from 10 programs an SM up to 40 MB a call: against the float64
+    reference, on a row count that is no multiple of the tile (24001); TD(lambda) of 32768
+    rows (54 MB) keeps its tiles, discounted returns (38 MB) take them; with truncations
+    neither does."""
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.lanes,
+                                                             kw.get("EXACT_T")))
+    poisoned.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=shape[0] + 5, flags="terminated"))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} 128-step lanes tiles")
+        wide = name == "discounted_returns" or shape[0] < 32768
+        assert (seen[-1] == (8, 128, 2, True, True)) is wide, seen
+        both = on_gpu(make_case(name, shape, seed=shape[0] + 6, flags="both"))
+        _compare(both, as_f64(both)(backend="torch"), f"{name} {shape} truncations")
+        assert not seen[-1][3], seen
     finally:
         poisoned.clear_caches()
 

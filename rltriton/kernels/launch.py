@@ -629,14 +629,41 @@ _ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
 # 5.4 -> 4.7 ([8, 32], two rows a lane; 5.1 on 2 warps), 16384 x 32 3.9 -> 3.3.
 _ROW_LANES_SHAPES: dict[str, dict[int, tuple[int, int]]] = {"retrace": {16: (1, 2), 32: (1, 2), 64: (1, 1)}}
 _ROW_LANES_MIN_PROGRAMS = 1.0
+# TD(lambda)'s kernel's lanes tiles of 128 steps (session 29): [8, 128] on 2 warps, for calls
+# that _td_wide_lanes admits. Session 18 timed them slower (TD(lambda) 16384 x 128 6.7 -> 7.8,
+# above); since session 28 a row of exactly 128 steps takes T as a constant (_EXACT_T), and
+# they gain. H200, Triton 3.6, device us (benchmarks/ab.py, two runs alike,
+# 2026-12-02-h200-s29-ab-lanes-128.txt; SWEEP_LANES=1 benchmarks/sweep.py, -s29-sweep-lanes.txt),
+# default -> [8, 128] on 2 warps: TD(lambda) with a last_value 8192 x 128 4.1 -> 3.9, 12288 x 128
+# 5.4 -> 4.6, 16384 x 128 6.9 -> 5.6 (6.7 -> 5.5), 24576 x 128 9.8 -> 9.6, 32768 x 128 14.0 ->
+# 15.5; discounted returns (from their [4, 128] tiles) 8192 x 128 3.6 -> 3.7, 12288 x 128 4.6 ->
+# 4.5, 16384 x 128 5.6 -> 5.2, 24576 x 128 7.9 -> 6.6, 32768 x 128 9.9 -> 8.7; 4096 x 128 2.7 ->
+# 3.0 and 3.2. They lost on rows of 100 steps (no constant T: TD(lambda) 16384 x 100 6.6 -> 7.1,
+# discounted returns 8192 x 100 3.5 -> 4.0) and with per-step bootstrap values (TD(lambda)
+# 16384 x 128 6.9 -> 7.3, 32768 x 128 14.9 -> 18.7). [32, 128] on 8 warps ran about as fast
+# (TD(lambda) 16384 x 128 5.4, discounted returns 32768 x 128 8.9). The calls that lost at 24576
+# and 32768 rows are the ones whose bytes (54 MB for TD(lambda) 32768 x 128) no longer stay in
+# the H200's 50 MB L2 between the benchmark's replays, where the default already runs at the
+# floor kernel's time; hence the bound on a call's bytes, _TD_WIDE_LANES_MAX_BYTES.
+_TD_WIDE_LANES = True
+_TD_WIDE_LANES_T = 128
+_TD_WIDE_LANES_WARPS = 2
+_TD_WIDE_LANES_MIN_PROGRAMS = 10.0  # programs an SM ([8, 128] tiles: 10560 rows on 132 SMs)
+_TD_WIDE_LANES_MAX_BYTES = 40_000_000  # per-step bytes read and written by the call
 
 
-def _row_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
+def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: bool = False) -> Plan | None:
     """The lanes plan (``_ROW_LANES``) for R batch-major rows of T steps of the kernel form
-    ``form`` (None: never), or None where it does not apply."""
+    ``form`` (None: never), or None where it does not apply. ``wide_lanes``: the call may take
+    TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`)."""
     if not _ROW_LANES or form is None or form not in _ROW_LANES_MAX_T:
         return None
     p2 = _next_pow2(max(T, 1))
+    if wide_lanes and T == _TD_WIDE_LANES_T:
+        block_n = 32 * _TD_WIDE_LANES_WARPS // lanes_per_row(T)
+        if _cdiv(R, block_n) < _TD_WIDE_LANES_MIN_PROGRAMS * sms:
+            return None
+        return Plan(block_n, T, _TD_WIDE_LANES_WARPS, 1, T, lanes=True)
     if not max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
         return None
     warps, per_lane = _ROW_LANES_SHAPES.get(form, {}).get(p2, (_ROW_LANES_WARPS.get(p2, 4), 1))
@@ -1086,7 +1113,7 @@ def _tm_stages(chunks: int) -> int:
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
              few: FewTiles | None = None, form: str | None = None,
-             short_tile: tuple[int, int] | None = None) -> Plan:
+             short_tile: tuple[int, int] | None = None, wide_lanes: bool = False) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
@@ -1095,7 +1122,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     ``form``: the kernel form (``_FORMS`` or ``"forward"``) whose ``_ONE_CHUNK_ROWS`` entry
     decides where a whole row is one chunk on batch-major storage, and whose short rows may
     take the lanes tiles (:func:`_row_lanes_plan`; time-major: :func:`_tm_lanes_plan`) (None:
-    neither); ``short_tile``: as in :func:`plan` (batch-major storage only)."""
+    neither); ``short_tile``: as in :func:`plan` (batch-major storage only); ``wide_lanes``: the
+    call may take TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`)."""
     sms = _device_sms(device)
     if time_major:
         pl = _tm_lanes_plan(R, T, sms, form) or plan_time_major(R, T, sms, wide, few)
@@ -1103,7 +1131,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
             return pl
         long_rows, forward, form, short_tile = _LONG_ROWS_DEFAULT, False, None, None
     else:
-        pl = _row_lanes_plan(R, T, sms, form)
+        pl = _row_lanes_plan(R, T, sms, form, wide_lanes)
         if pl is not None:
             return pl
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
@@ -1811,6 +1839,21 @@ def _dr_short_tile(p: Problem, R: int, meta: dict) -> tuple[int, int] | None:
     return tile
 
 
+def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
+    """Whether this ``td_lambda_kernel`` call (``meta``: ``_common``'s) may take the 128-step
+    lanes tiles (``_TD_WIDE_LANES``): TD(lambda) or discounted returns on rows of exactly 128
+    steps, float32, a last_value or none, no truncations, scalar gamma and lam, and at most
+    ``_TD_WIDE_LANES_MAX_BYTES`` read and written (rewards, values, terminations, returns).
+    :func:`_row_lanes_plan` also asks for enough programs."""
+    if not _TD_WIDE_LANES or p.T != _TD_WIDE_LANES_T or p.dtype != torch.float32 or meta["HAS_TRUNC"] \
+            or meta["NV_MODE"] not in (_NV_NONE, _NV_LAST) or meta["G_TENSOR"] or meta["L_TENSOR"]:
+        return False
+    raw = p.raw
+    step_bytes = p.dtype.itemsize + sum(raw[k].element_size() for k in ("rewards", "values", "terminated")
+                                        if raw.get(k) is not None)
+    return R * p.T * step_bytes <= _TD_WIDE_LANES_MAX_BYTES
+
+
 # TD(lambda)'s kernel (TD(lambda), discounted returns) on a single pass of batch-major rows
 # whose one chunk is exactly the row (T == BLOCK_T: rows of a power of two steps up to a
 # whole-row chunk; time-major storage was not timed with it) takes T
@@ -1850,9 +1893,10 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own, no wide ones
     kform = "retrace_actions" if "action_values" in raw else kind
     short_tile = _dr_short_tile(p, R, meta) if kind == "td_lambda" else None
+    wide_lanes = kind == "td_lambda" and _td_wide_lanes(p, R, meta)
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
-                  form=_one_chunk_form(kform, p), short_tile=short_tile)
+                  form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
