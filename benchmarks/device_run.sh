@@ -27,6 +27,9 @@
 #   too) against rl-triton after session 28's tiles, then every candidate's time for discounted
 #   returns at 16384 and 32768 x 64; sweep-lanes, ~5 min: the lanes tiles' shapes (warps, rows a
 #   lane) for discounted returns and TD(lambda) at 64 and 128 steps and V-trace at 64;
+#   s29-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._TD_WIDE_LANES among them),
+#   an A/B of the 128-step rows against 8a12749 (carries _ab/s29/ln), the massive grid of
+#   discounted returns and TD(lambda);
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -391,6 +394,16 @@ PY
           python3 benchmarks/sweep.py "${spec%%:*}" "${spec#*:}" 2>&1 | tee "$OUT/sweep_lanes_${spec%%:*}.log" \
           | grep -v "^ *skip" | grep -v "^   (" | tail -8
       done ;;
+    s29-verify)
+      # session 29's 128-step lanes tiles of TD(lambda)'s kernel (launch._TD_WIDE_LANES): every GPU
+      # test of TD(lambda) and discounted returns, an A/B against the tree before them, then the
+      # massive rows of both (time-major too) against rl-triton
+      gpu_tests 240 "discounted or td_lambda or dr_short_tiles or exact_t or td_wide_lanes" s29_verify_tests.log
+      timeout 100 python3 benchmarks/ab.py _ab/s29/ln/base . --est td_lambda,discounted_returns,td_lambda_bv \
+        --shapes 8192x128,12288x128,16384x128,24576x128,32768x128,33001x128,16384x100 2>&1 | tee "$OUT/ab.txt" | tail -24
+      timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --time-major \
+        --peers rl-triton --estimators discounted_returns,td_lambda --max-minutes 3 --no-plots --tag s29-verify \
+        --out "$OUT" 2>&1 | tail -4 ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
