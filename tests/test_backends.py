@@ -1573,8 +1573,9 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
     """TD(lambda)'s kernel takes T as the constant BLOCK_T (and segment 0) on a single pass
     whose one chunk is exactly the row (``launch._EXACT_T``, batch-major storage): against the
     float64 reference, outputs poisoned, on rows of 1, 4, 16, 64, 128 and 256 steps (several
-    rows a program, whole rows, every bootstrap form); time-major storage, rows of 100 steps (a
-    padded chunk) and split rows do not take it, nor do the other kernels. ``triton-3.6``: the
+    rows a program, whole rows, every bootstrap form), batch-major or on the time-major lanes
+    tiles; the time-major tiles, rows of 100 steps (a padded chunk) and split rows do not take
+    it, nor do the other kernels. ``triton-3.6``: the
     tile forms the H200's Triton takes (two-level group scan, lanes tiles from any number of
     programs, descending tiles of up to 8 steps)."""
     if not INTERPRET:
@@ -1583,7 +1584,8 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
         monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
         monkeypatch.setattr(poisoned, "_ROW_LANES", True)
         monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0.0)
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major or pl.tm_lanes))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major))
+    lanes_seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.tm_lanes))
     try:
         poisoned.clear_caches()
         for shape in ((33, 1), (20, 4), (9, 16), (5, 64), (3, 128), (2, 256)):
@@ -1595,6 +1597,20 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
                 seen.clear()
         check(make_case(name, (5, 100), seed=5), "triton")
         assert seen == [(False, False)], seen
+        # the time-major lanes tiles (here from any number of programs) take it on whole rows
+        with monkeypatch.context() as m:
+            m.setattr(poisoned, "_TM_LANES_TILES", {
+                form: {bt: t._replace(min_programs=0.0) for bt, t in tiles.items()}
+                for form, tiles in poisoned._TM_LANES_TILES.items()})
+            poisoned.clear_caches()
+            for shape in ((70, 128), (40, 64), (33, 16)):
+                lanes_seen.clear()
+                check_short_row_forms(name, [shape], monkeypatch, poisoned, time_major=True)
+                assert lanes_seen and all(flag and lanes for flag, lanes in lanes_seen), (shape, lanes_seen)
+            lanes_seen.clear()
+            check(make_case(name, (40, 100), seed=8, time_major=True), "triton")
+            assert lanes_seen == [(False, True)], lanes_seen
+        poisoned.clear_caches()
         use_small_tiles(monkeypatch, poisoned, split=True)
         monkeypatch.setattr(poisoned, "_ROW_LANES", False)  # (lanes tiles are whole rows)
         splits = launches_used(monkeypatch, poisoned)

@@ -1856,7 +1856,7 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
 
 # TD(lambda)'s kernel (TD(lambda), discounted returns) on a single pass of batch-major rows
 # whose one chunk is exactly the row (T == BLOCK_T: rows of a power of two steps up to a
-# whole-row chunk; time-major storage was not timed with it) takes T
+# whole-row chunk; for time-major storage see below) takes T
 # as the constant BLOCK_T and the segment as 0 (td_lambda_kernel's EXACT_T), so the t < T and
 # t = T - 1 tests fold: SASS a thread (Triton 3.6, sm_90a), TD(lambda) [2, 128] on 2 warps
 # 244 -> 216, discounted returns [4, 128] 382 -> 323, its lanes tile [8, 64] 320 -> 267. H200,
@@ -1867,6 +1867,12 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
 # 4.7; 512 x 2048 within 0.1 either way. GAE lost at 16384 x 128 (6.6 -> 6.8, 6.7 -> 6.9) and
 # V-trace at 4096 x 512 (9.8 -> 10.1, 9.9 -> 10.1) although each gained elsewhere (GAE
 # 4096 x 512 7.2 -> 6.7, V-trace 16384 x 128 10.1 -> 9.9), so only TD(lambda)'s kernel takes it.
+# Session 29: the time-major lanes tiles of whole rows (Plan.tm_lanes) take it too, the same fold
+# (device us, benchmarks/ab.py, 2026-12-02-h200-s29-ab-tm-exact-t.txt, two runs, time-major
+# storage): TD(lambda) 16384 x 128 8.2 -> 6.3 and 6.2, 32768 x 64 7.1 -> 5.8 and 6.9 -> 5.7;
+# discounted returns 16384 x 128 6.2 -> 5.3, 32768 x 64 5.6 -> 4.8 and 5.7 -> 4.7, 16384 x 64
+# 3.8 -> 3.5; 4096-8192 x 8-128 and 16384 x 16 within 0.2 either way. The time-major tiles
+# (Plan.time_major, 32768 x 128) keep the runtime T.
 _EXACT_T = True
 
 
@@ -1910,8 +1916,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
         lazy = _TD_LAZY_CUT and pl.time_major
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
-                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major
-                and not pl.tm_lanes}
+                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major}
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
