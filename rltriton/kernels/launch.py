@@ -649,7 +649,7 @@ _TD_WIDE_LANES = True
 _TD_WIDE_LANES_T = 128
 _TD_WIDE_LANES_WARPS = 2
 _TD_WIDE_LANES_MIN_PROGRAMS = 10.0  # programs an SM ([8, 128] tiles: 10560 rows on 132 SMs)
-_TD_WIDE_LANES_MAX_BYTES = 40_000_000  # per-step bytes read and written by the call
+_TD_WIDE_LANES_MAX_BYTES = 40_000_000  # bytes of per-step data a call reads and writes
 
 
 def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: bool = False) -> Plan | None:
