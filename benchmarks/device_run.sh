@@ -29,7 +29,9 @@
 #   lane) for discounted returns and TD(lambda) at 64 and 128 steps and V-trace at 64;
 #   s29-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._TD_WIDE_LANES among them),
 #   an A/B of the 128-step rows against 8a12749 (carries _ab/s29/ln), the massive grid of
-#   discounted returns and TD(lambda);
+#   discounted returns and TD(lambda); s30-tmx, ~2 min: an A/B of T as a constant on the
+#   time-major lanes tiles for GAE, V-trace and Retrace (carries _ab/s30/tmx, made as
+#   2026-12-02-h200-s29-notes.md section 8 says);
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -404,6 +406,14 @@ PY
       timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --time-major \
         --peers rl-triton --estimators discounted_returns,td_lambda --max-minutes 3 --no-plots --tag s29-verify \
         --out "$OUT" 2>&1 | tail -4 ;;
+    s30-tmx)
+      # session 29's constant T on the time-major lanes tiles, tried for the other backward
+      # kernels: time-major rows of 16-128 steps, two runs
+      for i in 1 2; do
+        timeout 140 python3 benchmarks/ab.py _ab/s30/tmx/base _ab/s30/tmx/all \
+          --est gae_tm,vtrace_tm,retrace_tm,retrace_av_tm \
+          --shapes 4096x128,8192x128,16384x128,4096x64,16384x64,32768x64,16384x32,32768x32,32768x16 2>&1
+      done | tee "$OUT/ab_s30_tmx.txt" | grep -v "^$" | tail -40 ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
