@@ -544,12 +544,17 @@ _EDGE_CARRY_TM_LANES_MIN_T = 128
 _EDGE_CARRY_ANY = False  # (tests: every tile of whole rows the kernel takes it on)
 
 
+def _bootstrapped_at_the_edge(meta: dict) -> bool:
+    """Whether a backward call with ``meta`` (``_common``'s) is bootstrapped at the window edge
+    at most: a last_value or none, no truncations, no per-step lam (with no values, the calls
+    ``_EDGE_CARRY`` and ``_DR_SHORT_TILES`` apply to; with or without, ``_TD_WIDE_LANES``)."""
+    return not meta["HAS_TRUNC"] and not meta["L_TENSOR"] and meta["NV_MODE"] in (_NV_NONE, _NV_LAST)
+
+
 def _returns_to_the_edge(meta: dict, has_values: bool) -> bool:
-    """Whether a ``td_lambda_kernel`` call with ``meta`` (``_common``'s) is discounted returns
-    (no values) bootstrapped at the window edge at most: a last_value or none, no truncations,
-    no per-step lam (the calls ``_EDGE_CARRY`` and ``_DR_SHORT_TILES`` apply to)."""
-    return (not has_values and not meta["HAS_TRUNC"] and not meta["L_TENSOR"]
-            and meta["NV_MODE"] in (_NV_NONE, _NV_LAST))
+    """Whether a ``td_lambda_kernel`` call with ``meta`` is discounted returns (no values)
+    bootstrapped at the window edge at most (:func:`_bootstrapped_at_the_edge`)."""
+    return not has_values and _bootstrapped_at_the_edge(meta)
 
 
 def _edge_carry(pl: Plan, meta: dict) -> bool:
@@ -654,21 +659,21 @@ _TD_WIDE_LANES_MAX_BYTES = 40_000_000  # bytes of per-step data a call reads and
 
 def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: bool = False) -> Plan | None:
     """The lanes plan (``_ROW_LANES``) for R batch-major rows of T steps of the kernel form
-    ``form`` (None: never), or None where it does not apply. ``wide_lanes``: the call may take
-    TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`)."""
+    ``form`` (None: never), or None where it does not apply. ``wide_lanes``: the call takes
+    TD(lambda)'s kernel's 128-step lanes tiles where its programs are enough
+    (:func:`_td_wide_lanes` said so: rows of exactly ``_TD_WIDE_LANES_T`` steps)."""
     if not _ROW_LANES or form is None or form not in _ROW_LANES_MAX_T:
         return None
     p2 = _next_pow2(max(T, 1))
-    if wide_lanes and T == _TD_WIDE_LANES_T:
-        block_n = 32 * _TD_WIDE_LANES_WARPS // lanes_per_row(T)
-        if _cdiv(R, block_n) < _TD_WIDE_LANES_MIN_PROGRAMS * sms:
-            return None
-        return Plan(block_n, T, _TD_WIDE_LANES_WARPS, 1, T, lanes=True)
-    if not max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
+    if wide_lanes:
+        warps, per_lane, min_programs = _TD_WIDE_LANES_WARPS, 1, _TD_WIDE_LANES_MIN_PROGRAMS
+    elif max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
+        warps, per_lane = _ROW_LANES_SHAPES.get(form, {}).get(p2, (_ROW_LANES_WARPS.get(p2, 4), 1))
+        min_programs = _ROW_LANES_MIN_PROGRAMS
+    else:
         return None
-    warps, per_lane = _ROW_LANES_SHAPES.get(form, {}).get(p2, (_ROW_LANES_WARPS.get(p2, 4), 1))
     block_n = 32 * warps * per_lane // lanes_per_row(p2)
-    if _cdiv(R, block_n) < _ROW_LANES_MIN_PROGRAMS * sms:
+    if _cdiv(R, block_n) < min_programs * sms:
         return None
     return Plan(block_n, p2, warps, 1, p2, lanes=True)
 
@@ -1845,8 +1850,8 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
     steps, float32, a last_value or none, no truncations, scalar gamma and lam, and at most
     ``_TD_WIDE_LANES_MAX_BYTES`` read and written (rewards, values, terminations, returns).
     :func:`_row_lanes_plan` also asks for enough programs."""
-    if not _TD_WIDE_LANES or p.T != _TD_WIDE_LANES_T or p.dtype != torch.float32 or meta["HAS_TRUNC"] \
-            or meta["NV_MODE"] not in (_NV_NONE, _NV_LAST) or meta["G_TENSOR"] or meta["L_TENSOR"]:
+    if not _TD_WIDE_LANES or p.T != _TD_WIDE_LANES_T or p.dtype != torch.float32 or meta["G_TENSOR"] \
+            or not _bootstrapped_at_the_edge(meta):
         return False
     raw = p.raw
     step_bytes = p.dtype.itemsize + sum(raw[k].element_size() for k in ("rewards", "values", "terminated")
