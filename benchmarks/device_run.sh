@@ -31,7 +31,8 @@
 #   an A/B of the 128-step rows against 8a12749 (carries _ab/s29/ln), the massive grid of
 #   discounted returns and TD(lambda); s30-tmx, ~2 min: an A/B of T as a constant on the
 #   time-major lanes tiles for GAE, V-trace and Retrace (carries _ab/s30/tmx, made as
-#   2026-12-02-h200-s29-notes.md section 8 says);
+#   2026-12-02-h200-s29-notes.md section 8 says); s30, ~8 min: that A/B once, then the massive and
+#   classic grids of TD(lambda) and discounted returns (time-major too) against rl-triton;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -414,6 +415,17 @@ PY
           --est gae_tm,vtrace_tm,retrace_tm,retrace_av_tm \
           --shapes 4096x128,8192x128,16384x128,4096x64,16384x64,32768x64,16384x32,32768x32,32768x16 2>&1
       done | tee "$OUT/ab_s30_tmx.txt" | grep -v "^$" | tail -40 ;;
+    s30)
+      # session 30: the A/B of s30-tmx once, then session 29's constant T on TD(lambda)'s
+      # time-major lanes tiles through the harness: the massive and classic grids of TD(lambda)
+      # and discounted returns, time-major too, against rl-triton
+      timeout 150 python3 benchmarks/ab.py _ab/s30/tmx/base _ab/s30/tmx/all \
+        --est gae_tm,vtrace_tm,retrace_tm,retrace_av_tm \
+        --shapes 4096x128,8192x128,16384x128,4096x64,16384x64,32768x64,16384x32,32768x32,32768x16 2>&1 \
+        | tee "$OUT/ab_s30_tmx.txt" | grep -v "^$" | tail -40
+      timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive,classic --time-major \
+        --peers rl-triton --estimators td_lambda,discounted_returns --max-minutes 5 --no-plots --tag s30-dr-td \
+        --out "$OUT" 2>&1 | tail -4 ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
