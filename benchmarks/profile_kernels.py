@@ -1,6 +1,7 @@
 """Per-kernel GPU times and register use of one call, for finding where a call's time goes.
 
     python benchmarks/profile_kernels.py gae 16x262144,1x1048576 [_LOOKBACK=True ...]   # on a GPU
+    PROFILE_TIME_MAJOR=1 python benchmarks/profile_kernels.py td_lambda 512x2048   # [T, N] storage
 
 For each shape: the call's kernels (torch.profiler, CUDA time per call, averaged over 50
 calls: the fill of a scratch buffer, each pass of a time split) and, for each Triton kernel
@@ -13,6 +14,7 @@ version folders do with a sed. Nothing here is a benchmark result: ``run.py`` ti
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from pathlib import Path
 
@@ -46,8 +48,9 @@ def main() -> None:
         setattr(launch, key, ast.literal_eval(value))
         print(f"launch.{key} = {value}")
     launch.clear_caches()
+    time_major = os.environ.get("PROFILE_TIME_MAJOR", "") not in ("", "0")
     for shape in shapes:
-        case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
+        case = on_gpu(make_case(name, shape, flags="terminated", seed=0, time_major=time_major))
         for _ in range(5):
             case(backend="triton")
         torch.cuda.synchronize()
@@ -56,9 +59,9 @@ def main() -> None:
             for _ in range(calls):
                 case(backend="triton")
             torch.cuda.synchronize()
-        pl = launch.plan_for(shape[0], shape[1], torch.device("cuda"),
+        pl = launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=time_major,
                              long_rows=launch._LONG_ROWS.get(name.split("_av")[0], launch._LONG_ROWS_DEFAULT))
-        print(f"\n{name} {shape[0]}x{shape[1]}  plan {tuple(pl)}")
+        print(f"\n{name} {shape[0]}x{shape[1]}{' time-major' if time_major else ''}  plan {tuple(pl)}")
         for ev in sorted(prof.key_averages(), key=lambda e: -e.device_time_total):
             if ev.device_time_total > 0:
                 print(f"  {ev.device_time_total / calls:8.2f} us/call  x{ev.count / calls:.0f}  {ev.key[:90]}")

@@ -1390,6 +1390,7 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert _tm_lanes_plan(rows, 32, sms, "gae") is not None and _tm_lanes_plan(rows - 128, 32, sms, "gae") is None
     assert _tm_lanes_plan(64 * 2 * sms, 128, sms, "gae") is not None
     assert _tm_lanes_plan(64 * 2 * sms + 64, 128, sms, "gae") is None  # 128 steps: at most 2 programs an SM
+    assert _tm_lanes_plan(64 * 64 * sms, 128, sms, "td_lambda", True) is not None  # (_DR_TM_LANES_ANY: no bound)
     assert _tm_lanes_plan(64 * 2 * sms + 64, 64, sms, "gae") is not None  # (64: no upper bound)
     # Retrace's action form: 32- and 64-step tiles (rows of 17 to 64 steps) from 0.75 programs an SM
     assert plan_for(16384, 32, cpu, time_major=True, form="retrace_actions").tm_lanes
@@ -1563,6 +1564,45 @@ def test_td_wide_lanes(monkeypatch, poisoned):
         assert seen[-1] != wide, seen
         check(make_case("discounted_returns", (9, 128), flags="terminated", seed=11), "triton")  # 9 bytes a step
         assert seen[-1] == wide, seen
+    finally:
+        poisoned.clear_caches()
+
+
+def test_dr_tm_lanes_any(monkeypatch, poisoned):
+    """Time-major discounted returns to the window edge (no values; a last_value or none, no
+    truncations, scalar gamma) take the 128-step time-major lanes tiles past their bound of 2
+    programs an SM (launch._DR_TM_LANES_ANY; here on one SM, so 4 programs of 64 rows): against
+    the float64 reference with outputs poisoned, on rows of 100 and 128 steps and a row count
+    that leaves the last tile part empty. TD(lambda) (values), truncations, per-step gamma and
+    per-step bootstrap values keep the time-major tiles; with the setting off so do discounted
+    returns; within the bound (2 programs) both estimators take the lanes tiles."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 1)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, kw.get("EDGE_CARRY")))
+    lanes = (True, 128, True)
+    try:
+        poisoned.clear_caches()
+        for shape, bootstrap in (((200, 100), "last_value"), ((256, 128), "none"), ((193, 128), "last_value")):
+            check(make_case("discounted_returns", shape, bootstrap=bootstrap, flags="terminated", seed=shape[0],
+                            time_major=True), "triton")
+            assert seen[-1] == lanes, (shape, seen)
+        others = [make_case("td_lambda", (200, 100), flags="terminated", seed=1, time_major=True),
+                  make_case("discounted_returns", (200, 100), flags="both", seed=2, time_major=True),
+                  make_case("discounted_returns", (200, 100), flags="terminated", per_step=True, seed=3,
+                            time_major=True),
+                  make_case("discounted_returns", (200, 100), bootstrap="bootstrap_values", flags="terminated",
+                            seed=4, time_major=True)]
+        for case in others:
+            check(case, "triton")
+            assert not seen[-1][0], (case.name, seen)
+        for name in ("td_lambda", "discounted_returns"):  # 2 programs: the tile's own bound
+            check(make_case(name, (128, 100), flags="terminated", seed=5, time_major=True), "triton")
+            assert seen[-1][:2] == (True, 128), (name, seen)
+        monkeypatch.setattr(poisoned, "_DR_TM_LANES_ANY", False)
+        poisoned.clear_caches()
+        check(make_case("discounted_returns", (200, 100), flags="terminated", seed=6, time_major=True), "triton")
+        assert not seen[-1][0], seen
     finally:
         poisoned.clear_caches()
 

@@ -522,6 +522,27 @@ def test_td_wide_lanes(name, shape, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["discounted_returns", "td_lambda"])
+@pytest.mark.parametrize("shape", [(24576, 128), (33001, 128), (32768, 100)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dr_tm_lanes_any(name, shape, monkeypatch, poisoned):
+    """Time-major discounted returns with a last_value and terminations take the 128-step
+    time-major lanes tiles past 2 programs an SM (launch._DR_TM_LANES_ANY), from the edge carry:
+    against the float64 reference, on a row count that is no multiple of the tile (33001) and
+    rows of 100 steps; TD(lambda) keeps the time-major tiles, and with truncations so do
+    discounted returns."""
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, kw.get("EDGE_CARRY")))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, flags="terminated", seed=shape[0] + 7)
+        _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} time-major lanes tiles")
+        assert (seen[-1] == (True, 128, True)) is (name == "discounted_returns"), seen
+        both = make_case(name, shape, flags="both", seed=shape[0] + 8)
+        _compare_time_major(both, as_f64(both)(backend="torch"), f"{name} {shape} truncations")
+        assert not seen[-1][0], seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("shape", [(4096, 128), (16384, 128), (5000, 100)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_edge_carry(shape, monkeypatch, poisoned):
     """Time-major discounted returns on the 128-step time-major lanes tiles start from the

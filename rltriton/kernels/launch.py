@@ -779,12 +779,24 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
 }
 
 
-def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
+# Discounted returns bootstrapped at the window edge at most (no values, a last_value or none,
+# no truncations: _returns_to_the_edge, the calls that start from the edge carry, _EDGE_CARRY;
+# and a scalar gamma, as timed) take TD(lambda)'s kernel's 128-step time-major lanes tiles on any number
+# of programs, past the tile's max_programs (2 an SM), which TD(lambda) itself and GAE keep.
+# H200, Triton 3.6, time-major, device us (benchmarks/ab.py, 2026-12-02-h200-s30-ab-tm-lanes-
+# 128.txt, two runs alike), the time-major tiles -> these: discounted returns 24576 x 128
+# 11.3 -> 7.2, 32768 x 128 12.0 -> 9.9, 49152 x 128 23.7 -> 18.5, 32768 x 100 10.4 -> 8.7;
+# TD(lambda) was mixed (24576 x 128 11.7 -> 9.6 but 32768 x 128 15.6 -> 16.8, 32768 x 100
+# 10.7 -> 16.8) and GAE slower everywhere (32768 x 128 21.2 -> 26.0).
+_DR_TM_LANES_ANY = True
+
+
+def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, any_programs: bool = False) -> Plan | None:
     """The time-major lanes plan (``_TM_LANES``) for R time-major rows of T steps of the kernel
     form ``form`` (None: never): a row as one chunk of the form's tile of ``next_pow2(T)``
     steps in ``_TM_LANES_TILES``, on as many programs of ``_TM_LANES_ROWS`` rows an SM as that
-    tile's bounds allow (else None), ``_TM_LANES_NARROW_ROWS`` rows a program where its narrow
-    bound says (``_TM_LANES_NARROW``).
+    tile's bounds allow (else None; ``any_programs``: no upper bound, ``_DR_TM_LANES_ANY``),
+    ``_TM_LANES_NARROW_ROWS`` rows a program where its narrow bound says (``_TM_LANES_NARROW``).
 
     Longer rows keep the time-major tiles: these tiles in 64- or 128-step chunks, walked in a
     loop or split in time, were up to 3.5x slower (16384 x 512 GAE 41 -> 143 us; every step
@@ -796,7 +808,7 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     if not _TM_LANES or tile is None:
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
-    if not tile.min_programs * sms <= programs <= tile.max_programs * sms:
+    if not tile.min_programs * sms <= programs <= (float("inf") if any_programs else tile.max_programs * sms):
         return None
     k = tile.steps
     if tile.few is not None and programs <= tile.few[0] * sms:
@@ -1118,7 +1130,8 @@ def _tm_stages(chunks: int) -> int:
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
              few: FewTiles | None = None, form: str | None = None,
-             short_tile: tuple[int, int] | None = None, wide_lanes: bool = False) -> Plan:
+             short_tile: tuple[int, int] | None = None, wide_lanes: bool = False,
+             tm_lanes_any: bool = False) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
@@ -1128,10 +1141,11 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     decides where a whole row is one chunk on batch-major storage, and whose short rows may
     take the lanes tiles (:func:`_row_lanes_plan`; time-major: :func:`_tm_lanes_plan`) (None:
     neither); ``short_tile``: as in :func:`plan` (batch-major storage only); ``wide_lanes``: the
-    call may take TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`)."""
+    call may take TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`);
+    ``tm_lanes_any``: the time-major lanes tiles on any number of programs (``_DR_TM_LANES_ANY``)."""
     sms = _device_sms(device)
     if time_major:
-        pl = _tm_lanes_plan(R, T, sms, form) or plan_time_major(R, T, sms, wide, few)
+        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_any) or plan_time_major(R, T, sms, wide, few)
         if pl is not None:
             return pl
         long_rows, forward, form, short_tile = _LONG_ROWS_DEFAULT, False, None, None
@@ -1905,9 +1919,13 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     kform = "retrace_actions" if "action_values" in raw else kind
     short_tile = _dr_short_tile(p, R, meta) if kind == "td_lambda" else None
     wide_lanes = kind == "td_lambda" and _td_wide_lanes(p, R, meta)
+    # (discounted returns to the window edge: _DR_TM_LANES_ANY)
+    tm_lanes_any = _DR_TM_LANES_ANY and kind == "td_lambda" and not meta["G_TENSOR"] \
+        and _returns_to_the_edge(meta, raw.get("values") is not None)
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
-                  form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes)
+                  form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
+                  tm_lanes_any=tm_lanes_any)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
