@@ -781,13 +781,14 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
 
 # Discounted returns bootstrapped at the window edge at most (no values, a last_value or none,
 # no truncations: _returns_to_the_edge, the calls that start from the edge carry, _EDGE_CARRY;
-# and a scalar gamma, as timed) take TD(lambda)'s kernel's 128-step time-major lanes tiles on any number
-# of programs, past the tile's max_programs (2 an SM), which TD(lambda) itself and GAE keep.
-# H200, Triton 3.6, time-major, device us (benchmarks/ab.py, 2026-12-02-h200-s30-ab-tm-lanes-
-# 128.txt, two runs alike), the time-major tiles -> these: discounted returns 24576 x 128
-# 11.3 -> 7.2, 32768 x 128 12.0 -> 9.9, 49152 x 128 23.7 -> 18.5, 32768 x 100 10.4 -> 8.7;
-# TD(lambda) was mixed (24576 x 128 11.7 -> 9.6 but 32768 x 128 15.6 -> 16.8, 32768 x 100
-# 10.7 -> 16.8) and GAE slower everywhere (32768 x 128 21.2 -> 26.0).
+# and a scalar gamma, as timed) take TD(lambda)'s kernel's 128-step time-major lanes tiles on
+# any number of programs, past the tile's max_programs (2 an SM), which TD(lambda) itself and
+# GAE keep. H200, Triton 3.6, time-major, device us (benchmarks/ab.py, two runs alike,
+# 2026-12-02-h200-s30-ab-tm-lanes-128.txt), the time-major tiles -> these: discounted returns
+# 24576 x 128 11.2 -> 7.2, 32768 x 128 12.0 -> 9.9, 49152 x 128 23.8 -> 18.4, 32768 x 100
+# 10.4 -> 8.7 (as shipped, -s30-ab-dr-tm-lanes.txt: 131072 x 128 50.2 -> 44.0); TD(lambda)
+# was mixed (24576 x 128 11.7 -> 9.6 but 32768 x 128 15.6 -> 16.8, 32768 x 100 10.7 -> 16.8)
+# and GAE slower everywhere (32768 x 128 21.2 -> 26.0).
 _DR_TM_LANES_ANY = True
 
 
