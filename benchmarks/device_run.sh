@@ -33,6 +33,8 @@
 #   time-major lanes tiles for GAE, V-trace and Retrace (carries _ab/s30/tmx, made as
 #   2026-12-02-h200-s29-notes.md section 8 says); s30, ~8 min: that A/B once, then the massive and
 #   classic grids of TD(lambda) and discounted returns (time-major too) against rl-triton;
+#   s31-fwd, ~1 min: an A/B of the forward kernel's 128-step time-major lanes tiles past 2
+#   programs an SM (traces; prepared in session 30, not yet run);
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -426,6 +428,14 @@ PY
       timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive,classic --time-major \
         --peers rl-triton --estimators td_lambda,discounted_returns --max-minutes 5 --no-plots --tag s30-dr-td \
         --out "$OUT" 2>&1 | tail -4 ;;
+    s31-fwd)
+      # prepared in session 30: the forward kernel's (traces, prefix sums) 128-step time-major
+      # lanes tiles past 2 programs an SM, as discounted returns' since session 30
+      # (launch._DR_TM_LANES_ANY), twice
+      for i in 1 2; do
+        variants_ab fwd128 100 traces_tm 16384x128,24576x128,32768x128,49152x128,32768x100 \
+          base 'inf=/"forward": _tm_tiles/s/max_programs=2.0, //'
+      done 2>&1 | grep -v "^$" | tail -16 ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
