@@ -35,6 +35,8 @@
 #   classic grids of TD(lambda) and discounted returns (time-major too) against rl-triton;
 #   s31-fwd, ~1 min: an A/B of the forward kernel's 128-step time-major lanes tiles past 2
 #   programs an SM (traces; prepared in session 30, not yet run);
+#   s31-tm512, ~4 min: an A/B of time-major lanes tiles of whole 256- and 512-step rows
+#   (prepared in session 30, interpreter-checked, not yet run);
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -436,6 +438,24 @@ PY
         variants_ab fwd128 100 traces_tm 16384x128,24576x128,32768x128,49152x128,32768x100 \
           base 'inf=/"forward": _tm_tiles/s/max_programs=2.0, //'
       done 2>&1 | grep -v "^$" | tail -16 ;;
+    s31-tm512)
+      # prepared in session 30: time-major lanes tiles of a whole 512-step row in one chunk
+      # (16 steps a thread, 32 warps; ptxas, Triton 3.6: TD(lambda) [32, 512] 64 registers and
+      # 92 bytes of spills a thread, GAE 200) and, in t256, of 256 steps too (8 a thread, 32
+      # warps), from any number of programs, against the time-major tiles' two passes
+      # (time-major TD(lambda) 4096 x 512 15.6 us against 5.5 batch-major); twice
+      versions tm512 base t512 t256
+      X='float("inf")'
+      T512="512: TmLanesTile(0.0, $X, 16, None, $X)"
+      T256="256: TmLanesTile(0.0, $X, 8, None, $X)"
+      SEL='if f in ("gae", "td_lambda", "forward") else t for f, t in _TM_LANES_TILES.items()}'
+      echo "_TM_LANES_TILES = {f: {**t, $T512} $SEL" >> "_ab/tm512/t512/$L"
+      echo "_TM_LANES_TILES = {f: {**t, $T256, $T512} $SEL" >> "_ab/tm512/t256/$L"
+      for i in 1 2; do
+        timeout 200 python3 benchmarks/ab.py _ab/tm512/base _ab/tm512/t512 _ab/tm512/t256 \
+          --est td_lambda_tm,gae_tm,discounted_returns_tm,traces_tm \
+          --shapes 512x512,1024x512,2048x512,4096x512,8192x512,16384x512,4096x300,512x256,4096x256,16384x256 2>&1
+      done | tee "$OUT/ab_s31_tm512.txt" | grep -v "^$" | tail -44 ;;
     native)
       # session 24's compiled replay (rltriton.kernels.native): build it, its GPU tests, the
       # host-time probe against the Python replay and PufferLib, then the 8-32-step GAE rows of
