@@ -1847,12 +1847,18 @@ _DR_SHORT_TILES: dict[int, tuple[int, int]] = {128: (512, 256)}
 _DR_SHORT_TILE_MIN_PROGRAMS = 4.0
 
 
+def _scalar_returns_to_the_edge(p: Problem, meta: dict) -> bool:
+    """Whether this ``td_lambda_kernel`` call (``meta``: ``_common``'s) is discounted returns
+    bootstrapped at the window edge at most (:func:`_returns_to_the_edge`) with a scalar gamma:
+    the calls ``_DR_SHORT_TILES`` and ``_DR_TM_LANES_ANY`` were timed on."""
+    return _returns_to_the_edge(meta, "values" in p.raw) and not meta["G_TENSOR"]
+
+
 def _dr_short_tile(p: Problem, R: int, meta: dict) -> tuple[int, int] | None:
     """Discounted returns' short-row tile (``_DR_SHORT_TILES``) for this ``td_lambda_kernel``
     call (``meta``: ``_common``'s), or None."""
     tile = _DR_SHORT_TILES.get(_next_pow2(max(p.T, 1)))
-    if tile is None or not _returns_to_the_edge(meta, "values" in p.raw) or meta["G_TENSOR"] \
-            or p.dtype != torch.float32:
+    if tile is None or not _scalar_returns_to_the_edge(p, meta) or p.dtype != torch.float32:
         return None
     if _cdiv(R, tile[0] // _next_pow2(p.T)) < _DR_SHORT_TILE_MIN_PROGRAMS * _device_sms(p.device):
         return None
@@ -1921,8 +1927,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     short_tile = _dr_short_tile(p, R, meta) if kind == "td_lambda" else None
     wide_lanes = kind == "td_lambda" and _td_wide_lanes(p, R, meta)
     # (discounted returns to the window edge: _DR_TM_LANES_ANY)
-    tm_lanes_any = _DR_TM_LANES_ANY and kind == "td_lambda" and not meta["G_TENSOR"] \
-        and _returns_to_the_edge(meta, raw.get("values") is not None)
+    tm_lanes_any = _DR_TM_LANES_ANY and kind == "td_lambda" and _scalar_returns_to_the_edge(p, meta)
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
                   form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
