@@ -430,6 +430,41 @@ PY
       timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive,classic --time-major \
         --peers rl-triton --estimators td_lambda,discounted_returns --max-minutes 5 --no-plots --tag s30-dr-td \
         --out "$OUT" 2>&1 | tail -4 ;;
+    s31)
+      # session 31: launch._TM_LONG_TILES as shipped: the GPU tests of the time-major lanes
+      # tiles, an A/B against _ab/s31/base (carried: `git archive 88ab1ac rltriton | tar -x -C
+      # _ab/s31/base`), with batch-major rows for scale; then (s31-grid) the harness
+      gpu_tests 300 "tm_long_tiles or dr_tm_lanes_any or edge_carry or (tm_lanes_tiles and not retrace and not vtrace)" \
+        gpu_s31.log
+      timeout 240 python3 benchmarks/ab.py _ab/s31/base . \
+        --est td_lambda_tm,td_lambda,gae_tm,gae,discounted_returns_tm,discounted_returns_tm_bv,traces_tm,prefix_sum_tm \
+        --shapes 64x512,512x512,1024x512,4096x512,6144x512,8192x512,2048x300,1024x256,4096x256,8192x256,12288x256,16384x256,4096x200 2>&1 \
+        | tee "$OUT/ab_s31_shipped.txt" | grep -v "^$" | tail -106 ;;
+    s31-small)
+      # session 31: launch._TM_LONG_TILES' fewest rows (_TM_LONG_MIN_PROGRAMS, 0.03 an SM: 193
+      # rows) against none (0) and the tree before (_ab/s31/base, carried), at 64-256 rows
+      rm -rf _ab/s31/min0 && mkdir -p _ab/s31/min0 && cp -r rltriton _ab/s31/min0/
+      sed -i 's/^_TM_LONG_MIN_PROGRAMS = 0.03/_TM_LONG_MIN_PROGRAMS = 0.0/' "_ab/s31/min0/$L"
+      timeout 200 python3 benchmarks/ab.py _ab/s31/base . _ab/s31/min0 \
+        --est td_lambda_tm,gae_tm,discounted_returns_tm,traces_tm \
+        --shapes 64x256,128x256,192x256,256x256,64x512,128x512,192x512,256x512,128x200,160x300 2>&1 \
+        | tee "$OUT/ab_s31_small.txt" | grep -v "^$" | tail -42 ;;
+    s31-grid)
+      timeout 420 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic --time-major \
+        --peers rl-triton --estimators td_lambda,discounted_returns,gae,traces --max-minutes 6 --no-plots \
+        --tag s31-long-tm --out "$OUT" 2>&1 | tail -4 ;;
+    s31-bounds)
+      # session 31: bounds for the 256- and 512-step time-major lanes tiles of s31-tm512 (which
+      # won at 512-4096 rows and lost at 16384): more row counts, rows of 129-400 steps, and
+      # discounted returns with per-step bootstrap values; once
+      versions tmb base t256
+      X='float("inf")'
+      SEL='if f in ("gae", "td_lambda", "forward") else t for f, t in _TM_LANES_TILES.items()}'
+      echo "_TM_LANES_TILES = {f: {**t, 256: TmLanesTile(0.0, $X, 8, None, $X), 512: TmLanesTile(0.0, $X, 16, None, $X)} $SEL" >> "_ab/tmb/t256/$L"
+      timeout 300 python3 benchmarks/ab.py _ab/tmb/base _ab/tmb/t256 \
+        --est td_lambda_tm,gae_tm,discounted_returns_tm,discounted_returns_tm_bv,traces_tm \
+        --shapes 256x256,1024x256,2048x256,6144x256,8192x256,12288x256,4096x200,4096x129,8192x160,256x512,768x512,6144x512,8192x512,12288x512,2048x400,4096x257 2>&1 \
+        | tee "$OUT/ab_s31_bounds.txt" | grep -v "^$" | tail -82 ;;
     s31-fwd)
       # prepared in session 30: the forward kernel's (traces, prefix sums) 128-step time-major
       # lanes tiles past 2 programs an SM, as discounted returns' since session 30

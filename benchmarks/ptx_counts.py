@@ -33,9 +33,19 @@ TARGET = GPUTarget("cuda", 90, 32)
 FLAGS = ("term_ptr", "trunc_ptr")
 
 
+def _ptxas() -> str:
+    """The ptxas Triton itself runs for sm_90: Triton 3.9 ships two and gives sm_90 the newer
+    (``ptxas-blackwell``, whose PTX version the older one rejects); before, the one."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+        return get_ptxas(TARGET.arch).path
+    except (ImportError, AttributeError, TypeError):
+        return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas")
+
+
 def registers(ptx: str) -> int:
     """Registers per thread that ptxas (from Triton's wheel) gives this PTX for sm_90a."""
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    ptxas = _ptxas()
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "k.ptx"
         src.write_text(ptx)

@@ -1607,6 +1607,89 @@ def test_dr_tm_lanes_any(monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+# (estimator, shape, keyword arguments, the time-major lanes tile expected: (steps, steps a
+# thread) or None) on 2 SMs: TD(lambda)'s 512-step tile takes 0.2 to 1.5 programs of 64 rows,
+# 3 for discounted returns to the edge; its 256-step tile up to 3, GAE's up to 2, the forward
+# kernel's 0.2 to 1. (Row counts past the bounds run the time-major tiles, slow in the
+# interpreter: test_tm_long_tiles_bounds has the rest.)
+_TM_LONG_CASES = [
+    ("td_lambda", (64, 512), {}, (512, 16)),
+    ("td_lambda", (50, 300), {"bootstrap": "next_values"}, (512, 16)),
+    ("discounted_returns", (150, 512), {}, (512, 16)),
+    ("discounted_returns", (150, 257), {"bootstrap": "none"}, (512, 16)),
+    ("td_lambda", (150, 200), {"bootstrap": "bootstrap_values"}, (256, 8)),
+    ("gae", (128, 256), {}, (256, 8)),
+    ("gae", (60, 129), {"flags": "both", "bootstrap": "none"}, (256, 8)),
+    ("traces", (64, 256), {}, (256, 8)),
+    ("prefix_sum", (45, 160), {}, (256, 8)),
+    ("td_lambda", (65, 512), {}, None),
+    ("discounted_returns", (65, 512), {"bootstrap": "bootstrap_values"}, None),
+]
+
+
+def test_tm_long_tiles(monkeypatch, poisoned):
+    """Time-major rows of 129 to 512 steps take the time-major lanes tiles of a whole 256- or
+    512-step row (``launch._TM_LONG_TILES``: 32 rows a program, 32 warps, 8 or 16 steps a
+    thread; Triton < 3.7, ``launch._TM_LANES_NARROW``, set here) within each form's bounds:
+    against the float64 reference with outputs poisoned, on 2 SMs, row counts that leave the
+    last program part empty, rows padded inside the tile, several bootstrap forms and
+    truncations; discounted returns to the window edge by their own bounds (``edge``), with
+    per-step bootstrap values by TD(lambda)'s, past which the time-major tiles run."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
+    monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", True)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, pl.block_t // pl.num_warps,
+                                                             pl.block_n, pl.num_warps))
+    try:
+        poisoned.clear_caches()
+        for i, (name, shape, kwargs, tile) in enumerate(_TM_LONG_CASES):
+            kwargs = {"flags": "terminated", **kwargs}
+            check(make_case(name, shape, seed=40 + i, time_major=True, **kwargs), "triton")
+            if tile is not None:
+                assert seen[-1] == (True, *tile, 32, 32), (name, shape, kwargs, seen[-1])
+            else:
+                assert not seen[-1][0], (name, shape, kwargs, seen[-1])
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("narrow", [True, False], ids=["triton-3.6", "triton-3.8"])
+def test_tm_long_tiles_bounds(narrow, monkeypatch):
+    """The bounds of ``launch._TM_LONG_TILES`` on the H200's 132 SMs, as timed (programs of 64
+    rows an SM): TD(lambda)'s 256-step tile 0.03 to 1.5 (193 to 12672 rows), its 512-step tile
+    0.1 to 0.75 (833 to 6336 rows), both 0.03 to 1.5 for discounted returns to the window edge
+    (``edge``); GAE's 256-step tile 0.03 to 1 (193 to 8448 rows), the forward kernel's 0.1 to
+    0.5 (833 to 4224 rows); none for GAE's and the forward kernel's 512-step rows or V-trace, and none
+    on Triton 3.8 (``_TM_LANES_NARROW`` off); the 128-step tiles' edge bound is still none."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_DEFAULT_SMS", 132)
+    monkeypatch.setattr(launch, "_TM_LANES_NARROW", narrow)
+    cpu = torch.device("cpu")
+    for form, R, T, edge, tile in [
+            ("td_lambda", 12672, 256, False, 256), ("td_lambda", 12673, 256, False, None),
+            ("td_lambda", 12672, 129, True, 256), ("td_lambda", 12673, 256, True, None),
+            ("td_lambda", 833, 512, False, 512), ("td_lambda", 832, 512, False, None),
+            ("td_lambda", 6336, 257, False, 512), ("td_lambda", 6337, 512, False, None),
+            ("td_lambda", 193, 512, True, 512), ("td_lambda", 192, 512, True, None),
+            ("td_lambda", 193, 256, False, 256), ("td_lambda", 192, 256, True, None),
+            ("td_lambda", 12672, 512, True, 512),
+            ("td_lambda", 12673, 512, True, None), ("gae", 8448, 256, False, 256),
+            ("gae", 8449, 256, False, None), ("gae", 193, 200, False, 256),
+            ("gae", 192, 256, False, None), ("gae", 4096, 512, False, None),
+            ("forward", 833, 256, False, 256), ("forward", 832, 256, False, None),
+            ("forward", 4224, 256, False, 256), ("forward", 4225, 256, False, None),
+            ("forward", 2048, 512, False, None), ("vtrace", 4096, 256, False, None),
+            ("retrace", 4096, 256, False, None), ("td_lambda", 100000, 128, True, 128)]:
+        pl = launch.plan_for(R, T, cpu, time_major=True, form=form, tm_lanes_edge=edge)
+        expect = tile if (narrow or tile == 128) else None
+        got = pl.block_t if pl.tm_lanes else None
+        assert got == expect, (form, R, T, edge, pl)
+        if got is not None and got > 128:
+            assert (pl.block_n, pl.num_warps) == (32, 32), (form, R, T, pl)
+
+
 @pytest.mark.parametrize("forms", ["installed", "triton-3.6"])
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
 def test_exact_t(name, forms, monkeypatch, poisoned):

@@ -543,6 +543,53 @@ def test_dr_tm_lanes_any(name, shape, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+# (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
+# (steps, steps a thread) or None); launch._TM_LONG_TILES' bounds on 132 SMs
+_TM_LONG_GPU = [
+    ("td_lambda", (4096, 512), {}, (512, 16)),
+    ("td_lambda", (6001, 300), {"bootstrap": "next_values"}, (512, 16)),
+    ("td_lambda", (12000, 256), {"dtype": torch.bfloat16}, (256, 8)),
+    ("td_lambda", (8192, 512), {}, None),
+    ("discounted_returns", (8192, 512), {}, (512, 16)),
+    ("discounted_returns", (12001, 257), {"bootstrap": "none"}, (512, 16)),
+    ("discounted_returns", (8192, 512), {"bootstrap": "bootstrap_values"}, None),
+    ("discounted_returns", (16384, 256), {}, None),
+    ("discounted_returns", (64, 512), {}, None),
+    ("gae", (4096, 256), {}, (256, 8)),
+    ("gae", (8000, 200), {"flags": "both", "bootstrap": "bootstrap_values"}, (256, 8)),
+    ("gae", (4096, 512), {}, None),
+    ("traces", (4096, 256), {}, (256, 8)),
+    ("prefix_sum", (1000, 160), {}, (256, 8)),
+    ("traces", (8192, 256), {}, None),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_TM_LONG_GPU)),
+                         ids=[f"{c[0]}-{c[1][0]}x{c[1][1]}-{i}" for i, c in enumerate(_TM_LONG_GPU)])
+def test_tm_long_tiles(k, monkeypatch, poisoned):
+    """Time-major rows of 129 to 512 steps on the time-major lanes tiles of a whole 256- or
+    512-step row (launch._TM_LONG_TILES: 32 rows a program, 32 warps, Triton < 3.7) within
+    each form's bounds, discounted returns to the window edge by their own: against the
+    float64 reference with outputs poisoned, row counts that are no multiple of the tile,
+    rows padded inside it, bfloat16 inputs, truncations; past the bounds, for GAE's 512-step
+    rows, and on Triton 3.7 or later the time-major tiles run."""
+    from rltriton.kernels import launch
+
+    name, shape, kwargs, tile = _TM_LONG_GPU[k]
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, pl.block_t // pl.num_warps,
+                                                             pl.block_n, pl.num_warps))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, seed=shape[0] + k, **{"flags": "terminated", **kwargs})
+        _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} {kwargs} long tiles")
+        if tile is not None and launch._TM_LANES_NARROW:
+            assert seen[-1] == (True, *tile, 32, 32), seen
+        else:
+            assert not (seen[-1][0] and seen[-1][1] > 128), seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("shape", [(4096, 128), (16384, 128), (5000, 100)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_edge_carry(shape, monkeypatch, poisoned):
     """Time-major discounted returns on the 128-step time-major lanes tiles start from the

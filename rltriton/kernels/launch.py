@@ -701,13 +701,16 @@ class TmLanesTile(NamedTuple):
     ``min_programs`` to ``max_programs`` programs of ``_TM_LANES_ROWS`` rows an SM, with
     ``steps`` consecutive steps a thread (at most the tile's), or ``few[1]`` on at most
     ``few[0]`` programs an SM; narrow (``_TM_LANES_NARROW_ROWS`` rows a program) while those
-    programs are at most ``narrow`` an SM."""
+    programs are at most ``narrow`` an SM. ``edge``: the bounds (programs an SM, as
+    ``min_programs`` and ``max_programs``) for discounted returns to the window edge
+    (``_DR_TM_LANES_ANY``); None: ``min_programs`` and no upper bound."""
 
     min_programs: float
     max_programs: float
     steps: int
     few: tuple[float, int] | None = None
     narrow: float = 0.0
+    edge: tuple[float, float] | None = None
 
 
 def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
@@ -779,6 +782,42 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
 }
 
 
+# Time-major lanes tiles of whole 256- and 512-step rows (_TM_LONG_TILES): 32 rows a program
+# (narrow), 32 warps, K = 8 or 16 consecutive steps a thread, for Triton < 3.7 only
+# (_TM_LANES_NARROW: Triton 3.8 lays [32, BT] tiles out with the lanes along time, and its
+# [64, 512] tiles spill 700-1500 bytes a thread; ptxas, Triton 3.6: TD(lambda) [32, 512] 64
+# registers and 92 bytes of spills, GAE 200). Rows of 129 to 512 steps otherwise take the
+# time-major tiles' two passes (4096 x 512 TD(lambda) 15.8 us against 5.5 batch-major). H200,
+# Triton 3.6, time-major, device us, the time-major tiles -> these (benchmarks/ab.py,
+# 2026-12-02-h200-s31-ab-tm512.txt, two runs, and -s31-ab-tm-bounds.txt):
+# - 256 steps: TD(lambda) 4096 x 256 9.8 -> 4.8, 1024 x 256 5.9 -> 4.0, 8192 x 160 12.2 ->
+#   8.0, 12288 x 256 13.6 -> 12.8, but 16384 x 256 17.2 -> 22.4 (hence 1.5 programs of 64 rows
+#   an SM at most); GAE 4096 x 256 12.0 -> 6.2, 8192 x 256 11.9 -> 11.3, 12288 x 256 17.9 ->
+#   20.9 (1 an SM); traces 4096 x 256 8.0 -> 4.8, 1024 x 256 4.6 -> 4.1, but 6144 x 256 6.4 ->
+#   7.6 and 256 x 256 3.8 -> 4.0 (0.1 to 0.5 an SM); discounted returns 4096 x 256 9.8 -> 4.1,
+#   12288 x 256 11.6 -> 9.6, 16384 x 256 12.8 -> 13.8.
+# - 512 steps (K = 16): TD(lambda) 4096 x 512 15.8 -> 8.0, 2048 x 512 10.2 -> 7.0, 6144 x 512
+#   19.1 -> 17.7, 4096 x 257 11.9 -> 8.6, 1024 x 512 7.2 -> 6.9, but 8192 x 512 23.4 -> 23.3,
+#   16384 x 512 32.6 -> 45.2 and 256 x 512 6.2 -> 6.8 (0.1 to 0.75 an SM); discounted returns
+#   to the edge 4096 x 512 14.8 -> 6.3, 8192 x 512 17.2 -> 12.2, 256 x 512 5.5 -> 5.2, 12288 x
+#   512 25.0 -> 24.6, 16384 x 512 27.6 -> 32.3 (``edge``: up to 1.5 an SM), but 64 x 512 3.2 ->
+#   5.2 (-s31-ab-shipped.txt; hence from _TM_LONG_MIN_PROGRAMS, 256 rows the fewest that
+#   gained, 256 x 256 too: TD(lambda) 4.0 -> 3.7, GAE 5.1 -> 5.0); with per-step
+#   bootstrap values they gained like them (8192 x 512 18.1 -> 12.6) but keep TD(lambda)'s
+#   bounds, as the call's plan does not tell them apart. GAE lost at most shapes (4096 x 512
+#   16.4 -> 23.3, 512 x 512 5.6 -> 11.1) and traces everywhere (4096 x 512 10.7 -> 15.0): none.
+# V-trace and Retrace (the lagged scan) were not timed on them. The forward kernel's tile
+# serves the episodic prefix sums too, timed on traces only.
+_TM_LONG_MIN_PROGRAMS = 0.03  # 4 programs of 64 rows on 132 SMs (193 rows)
+_TM_LONG_TILES: dict[str, dict[int, TmLanesTile]] = {
+    "gae": {256: TmLanesTile(_TM_LONG_MIN_PROGRAMS, 1.0, 8, narrow=float("inf"))},
+    "td_lambda": {256: TmLanesTile(_TM_LONG_MIN_PROGRAMS, 1.5, 8, narrow=float("inf"),
+                                   edge=(_TM_LONG_MIN_PROGRAMS, 1.5)),
+                  512: TmLanesTile(0.1, 0.75, 16, narrow=float("inf"), edge=(_TM_LONG_MIN_PROGRAMS, 1.5))},
+    "forward": {256: TmLanesTile(0.1, 0.5, 8, narrow=float("inf"))},
+}
+
+
 # Discounted returns bootstrapped at the window edge at most (no values, a last_value or none,
 # no truncations: _returns_to_the_edge, the calls that start from the edge carry, _EDGE_CARRY;
 # and a scalar gamma, as timed) take TD(lambda)'s kernel's 128-step time-major lanes tiles on
@@ -792,24 +831,32 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
 _DR_TM_LANES_ANY = True
 
 
-def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, any_programs: bool = False) -> Plan | None:
+def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, edge: bool = False) -> Plan | None:
     """The time-major lanes plan (``_TM_LANES``) for R time-major rows of T steps of the kernel
     form ``form`` (None: never): a row as one chunk of the form's tile of ``next_pow2(T)``
-    steps in ``_TM_LANES_TILES``, on as many programs of ``_TM_LANES_ROWS`` rows an SM as that
-    tile's bounds allow (else None; ``any_programs``: no upper bound, ``_DR_TM_LANES_ANY``),
-    ``_TM_LANES_NARROW_ROWS`` rows a program where its narrow bound says (``_TM_LANES_NARROW``).
+    steps in ``_TM_LANES_TILES`` (or, on Triton < 3.7, ``_TM_LONG_TILES``), on as many
+    programs of ``_TM_LANES_ROWS`` rows an SM as that tile's bounds allow (else None;
+    ``edge``: its ``edge`` bounds, for discounted returns to the window edge,
+    ``_DR_TM_LANES_ANY``), ``_TM_LANES_NARROW_ROWS`` rows a program where its narrow bound
+    says (``_TM_LANES_NARROW``).
 
     Longer rows keep the time-major tiles: these tiles in 64- or 128-step chunks, walked in a
     loop or split in time, were up to 3.5x slower (16384 x 512 GAE 41 -> 143 us; every step
     of the loop waits for the warps' carry) and at best 1.2x faster (512 x 2048 13.8 -> 11.3),
     far from the batch-major time (2026-12-01-h200-s19-ab-tm-lanes-long.txt); the kernels take
-    such plans (tests/test_backends.py::test_tm_lanes_chunks), the planner does not give them."""
+    such plans (tests/test_backends.py::test_tm_lanes_chunks), the planner does not give them;
+    whole rows of up to 512 steps take ``_TM_LONG_TILES``' one chunk instead."""
     p2 = _next_pow2(max(T, 1))
     tile = _TM_LANES_TILES.get(form, {}).get(p2)  # (form None: no entry)
+    if tile is None and _TM_LANES_NARROW:
+        tile = _TM_LONG_TILES.get(form, {}).get(p2)
     if not _TM_LANES or tile is None:
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
-    if not tile.min_programs * sms <= programs <= (float("inf") if any_programs else tile.max_programs * sms):
+    lo, hi = tile.min_programs, tile.max_programs
+    if edge:
+        lo, hi = tile.edge or (lo, float("inf"))
+    if not lo * sms <= programs <= hi * sms:
         return None
     k = tile.steps
     if tile.few is not None and programs <= tile.few[0] * sms:
@@ -1132,7 +1179,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
              few: FewTiles | None = None, form: str | None = None,
              short_tile: tuple[int, int] | None = None, wide_lanes: bool = False,
-             tm_lanes_any: bool = False) -> Plan:
+             tm_lanes_edge: bool = False) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
@@ -1143,10 +1190,11 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     take the lanes tiles (:func:`_row_lanes_plan`; time-major: :func:`_tm_lanes_plan`) (None:
     neither); ``short_tile``: as in :func:`plan` (batch-major storage only); ``wide_lanes``: the
     call may take TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`);
-    ``tm_lanes_any``: the time-major lanes tiles on any number of programs (``_DR_TM_LANES_ANY``)."""
+    ``tm_lanes_edge``: the time-major lanes tiles' bounds for discounted returns to the window
+    edge (``_DR_TM_LANES_ANY``)."""
     sms = _device_sms(device)
     if time_major:
-        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_any) or plan_time_major(R, T, sms, wide, few)
+        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(R, T, sms, wide, few)
         if pl is not None:
             return pl
         long_rows, forward, form, short_tile = _LONG_ROWS_DEFAULT, False, None, None
@@ -1927,11 +1975,11 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     short_tile = _dr_short_tile(p, R, meta) if kind == "td_lambda" else None
     wide_lanes = kind == "td_lambda" and _td_wide_lanes(p, R, meta)
     # (discounted returns to the window edge: _DR_TM_LANES_ANY)
-    tm_lanes_any = _DR_TM_LANES_ANY and kind == "td_lambda" and _scalar_returns_to_the_edge(p, meta)
+    tm_lanes_edge = _DR_TM_LANES_ANY and kind == "td_lambda" and _scalar_returns_to_the_edge(p, meta)
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
                   form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
-                  tm_lanes_any=tm_lanes_any)
+                  tm_lanes_edge=tm_lanes_edge)
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
