@@ -36,7 +36,11 @@
 #   s31-fwd, ~1 min: an A/B of the forward kernel's 128-step time-major lanes tiles past 2
 #   programs an SM (traces; prepared in session 30, not yet run);
 #   s31-tm512, ~4 min: an A/B of time-major lanes tiles of whole 256- and 512-step rows
-#   (prepared in session 30, interpreter-checked, not yet run);
+#   (prepared in session 30, run in session 31); s31-bounds, ~2 min, and s31-small, ~1 min
+#   (carries _ab/s31/base): their bounds; s31, ~3 min: launch._TM_LONG_TILES' GPU tests and
+#   A/B against _ab/s31/base; s31-grid, ~1 min: the classic grid of four estimators,
+#   time-major too; s31-replay, ~1 min: benchmarks/replay_status.py; s31-native, ~4 min: the
+#   compiled replay's GPU tests, then benchmarks/replay_status.py;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -449,6 +453,17 @@ PY
         --est td_lambda_tm,gae_tm,discounted_returns_tm,traces_tm \
         --shapes 64x256,128x256,192x256,256x256,64x512,128x512,192x512,256x512,128x200,160x300 2>&1 \
         | tee "$OUT/ab_s31_small.txt" | grep -v "^$" | tail -42 ;;
+    s31-replay)
+      # session 31: which repeated calls the compiled replay arms (time-major two-pass calls
+      # took ~33 us a full call against ~11 batch-major in the s31-grid run)
+      timeout 240 python3 benchmarks/replay_status.py 2>&1 | tee "$OUT/replay_status.txt" | tail -40 ;;
+    s31-native)
+      # session 31: the compiled replay serves time splits (their scratch buffers made per call
+      # by the table): its build, GPU tests, then benchmarks/replay_status.py
+      timeout 120 python3 -c "from rltriton.kernels import native; print(native.build())" 2>&1 | tail -2
+      timeout 300 python3 -m pytest -m gpu tests/test_native.py -q -n 8 -p no:cacheprovider 2>&1 \
+        | tee "$OUT/native_tests.log" | tail -3
+      timeout 200 python3 benchmarks/replay_status.py 2>&1 | tee "$OUT/replay_status.txt" | tail -40 ;;
     s31-grid)
       timeout 420 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic --time-major \
         --peers rl-triton --estimators td_lambda,discounted_returns,gae,traces --max-minutes 6 --no-plots \

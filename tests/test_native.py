@@ -2,10 +2,11 @@
 
 On the CPU (CI): the C++ source compiles against the installed torch and its table behaves
 (declines CPU tensors, pickles empty). With ``-m gpu`` (the H200): repeated calls of every
-estimator are served by it, batch- and time-major, each call's outputs NaN-poisoned and
-checked against the float64 reference; it declines to the Python path where that path must
-decide (a misaligned view, a launch hook, replays forgotten by ``launch.clear_caches``);
-it launches on the current stream; an estimator object keeps one entry per signature.
+estimator are served by it, batch- and time-major, time splits with their scratch buffers
+too, each call's outputs NaN-poisoned and checked against the float64 reference; it
+declines to the Python path where that path must decide (a misaligned view, a launch hook,
+replays forgotten by ``launch.clear_caches``); it launches on the current stream; an
+estimator object keeps one entry per signature.
 """
 
 from __future__ import annotations
@@ -152,6 +153,30 @@ def test_serves_repeated_calls(name, shape, layout, loaded, monkeypatch):
             first = kind
         assert kind is first, f"the compiled replay returned {kind}, the Python path {first}"
     assert first is not tuple  # a named result, or the one output tensor
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout,shape", [("time-major", (512, 512)), ("time-major", (300, 1000)),
+                                          ("batch-major", (4, 65536))], ids=lambda v: str(v))
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_serves_time_split(name, layout, shape, loaded, monkeypatch):
+    """A time split (two launches and two scratch buffers of segment summaries, which the
+    table makes per call) is served by the compiled replay too: time-major rows of 512 and
+    1000 steps (the time-major tiles' two passes) and 4 batch-major rows of 65536 steps; calls
+    3-5 (fresh inputs each time) must come from it, poisoned outputs, against the float64
+    reference."""
+    from tests.conftest import plans_used
+
+    tm = layout == "time-major"
+    seen = plans_used(monkeypatch, launch, lambda pl, kw: pl.segments)
+    for seed in range(0, 10, 2):  # even seeds: one prefix-sum instance (make_case)
+        if seed == 4:
+            assert seen and seen[-1] > 1, f"{name} {shape} {layout}: no time split ({seen})"
+            _forbid_python_replay(monkeypatch)
+        case = make_case(name, shape, seed=seed)
+        ref = case(backend="reference")
+        g = on_gpu(to_time_major(case) if tm else case)
+        _check(g, ref, f"{name} {shape} {layout} split call {seed}", tm)
 
 
 @pytest.mark.gpu

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import shutil
 import struct
@@ -201,8 +202,9 @@ def step_spec(fast) -> tuple | None:
     """One launch of a replay (its :class:`~rltriton.kernels.launch._FastLaunch`) as
     :meth:`Table.add` takes it, or None where the plain launch does not apply: a kernel
     needing more than one CTA a program, a cooperative grid, programmatic dependent launch
-    or scratch memory, a scratch buffer or an argument of a type not handled, or a parameter
-    list whose sizes differ from the driver's."""
+    or scratch memory, an argument of a type not handled, or a parameter list whose sizes
+    differ from the driver's. The replay's scratch buffers (source 2) are made by the table
+    per call (:func:`arm`)."""
     if fast is None:
         return None
     c = fast.compiled
@@ -229,7 +231,7 @@ def step_spec(fast) -> tuple | None:
         if isinstance(ty, str) and ty.startswith("*"):
             if k in where:
                 src, j = where[k]
-                if src not in (0, 1):  # a scratch buffer: the Python replay makes it
+                if src not in (0, 1, 2):
                     return None
                 slots.append((len(cells), src, j, int(k in aligned)))
                 v = 0
@@ -263,10 +265,14 @@ def step_spec(fast) -> tuple | None:
 
 def arm(table: Any, replay, tensors: tuple, time_dim, backend) -> bool | None:
     """Arm ``replay`` (just run with ``tensors``) in ``table``: True when armed, False when it
-    never can be (scratch buffers, a launch not plain), None when not yet (a launch of it has
-    not been made fast yet)."""
-    if replay.scratch:
-        return False
+    never can be (a cooperative split's barrier counters, a launch not plain), None when not
+    yet (a launch of it has not been made fast yet). Its scratch buffers (a time split's
+    segment summaries) the table makes per call, contiguous, as the Python replay does."""
+    scratch = []
+    for shape, dtype, _ in replay.scratch:
+        if shape is None:  # the barrier's counters: the current stream's, not made per call
+            return False
+        scratch.append((math.prod(shape), dtype))
     steps = []
     for st in replay.steps:
         if st.fast is None:
@@ -275,7 +281,7 @@ def arm(table: Any, replay, tensors: tuple, time_dim, backend) -> bool | None:
         if spec is None:
             return False
         steps.append(spec)
-    return bool(table.add(tensors, time_dim, backend, steps, list(replay.out_dtypes)))
+    return bool(table.add(tensors, time_dim, backend, steps, list(replay.out_dtypes), scratch))
 
 
 if __name__ == "__main__":

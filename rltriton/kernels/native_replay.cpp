@@ -7,7 +7,9 @@
 // This module does the same replay in C++: the signature is read from the tensors' metadata
 // and looked up in a table per estimator instance, the outputs are made with the layout
 // torch.empty_like gives, and the recorded kernel is launched with cuLaunchKernel, its
-// parameters packed once at arming and only the tensors' addresses written per call.
+// parameters packed once at arming and only the tensors' addresses written per call. A
+// time split's two launches and their scratch buffers (segment summaries, made per call) are
+// replayed too.
 //
 // Everything that is not the plain case declines (returns None or False) and the caller takes
 // the Python path, which handles it: a tensor not on CUDA, a miss, a launch hook set, no
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/fill.h>
 #include <c10/core/GradMode.h>
@@ -72,7 +75,7 @@ bool poison = false;
 
 struct Slot {
   int param;  // index in the kernel's parameter list
-  int src;    // 0: the call's tensors, 1: its outputs
+  int src;    // 0: the call's tensors, 1: its outputs, 2: its scratch buffers
   int index;  // position in that tuple
   bool align;  // specialised as 16-byte aligned: a misaligned address declines
 };
@@ -104,6 +107,10 @@ struct Entry {
   long generation = 0;
   std::vector<Step> steps;
   std::vector<int> out_dtypes;  // at::ScalarType, or -1: the first tensor's dtype
+  // scratch buffers made afresh for each call, as the Python replay makes them (a time
+  // split's segment summaries): (elements, at::ScalarType), contiguous, not poisoned (each
+  // element is written before it is read)
+  std::vector<std::pair<int64_t, int>> scratch;
 };
 
 // The signature of a call, as CreditAssigner._replay's Python key holds it: time_dim and
@@ -266,13 +273,18 @@ PyObject* table_call_impl(PyObject* self, PyObject* const* args, Py_ssize_t narg
   }
   if (poison)
     for (at::Tensor& o : outs) o.fill_(std::numeric_limits<double>::quiet_NaN());
+  // held until the launches are queued; the caching allocator keeps their memory for this
+  // stream's later work, as torch.empty's buffers in the Python replay
+  std::vector<at::Tensor> tmp;
+  tmp.reserve(e.scratch.size());
+  for (const auto& [numel, dtype] : e.scratch)
+    tmp.push_back(at::empty({numel}, like.options().dtype(static_cast<at::ScalarType>(dtype))));
 
   for (const Step& s : e.steps) {
     std::vector<uint64_t> cells(s.params);
     for (const Slot& sl : s.slots) {
-      uintptr_t p = sl.src == 0 ? reinterpret_cast<uintptr_t>(ts[sl.index]->const_data_ptr())
-                                : reinterpret_cast<uintptr_t>(outs[sl.index].const_data_ptr());
-      cells[sl.param] = static_cast<uint64_t>(p);
+      const at::Tensor& t = sl.src == 0 ? *ts[sl.index] : sl.src == 1 ? outs[sl.index] : tmp[sl.index];
+      cells[sl.param] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.const_data_ptr()));
     }
     std::vector<void*> ptrs(cells.size());
     for (size_t i = 0; i < cells.size(); ++i) ptrs[i] = &cells[i];
@@ -314,15 +326,18 @@ bool as_long(PyObject* o, long long& v) {
   return !(v == -1 && PyErr_Occurred());
 }
 
-// Table.add(tensors, time_dim, backend, steps, out_dtypes): arm the signature of these
-// tensors. steps: a list of (function, grid_x, grid_y, block, shared, params: bytes of one
-// little-endian 8-byte cell per parameter, slots: list of (param, src, index, align), keep:
+// Table.add(tensors, time_dim, backend, steps, out_dtypes[, scratch]): arm the signature of
+// these tensors. steps: a list of (function, grid_x, grid_y, block, shared, params: bytes of
+// one little-endian 8-byte cell per parameter, slots: list of (param, src, index, align), keep:
 // the object owning the function, held while the entry lives);
-// out_dtypes: a list of torch.dtype or None (the first tensor's). Returns whether it armed.
+// out_dtypes: a list of torch.dtype or None (the first tensor's); scratch: a list of
+// (elements, torch.dtype), the buffers each call makes (slots of src 2). Returns whether it
+// armed.
 PyObject* table_add_impl(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 5 || !PyTuple_Check(args[0]) || !PyList_Check(args[3]) || !PyList_Check(args[4])) {
+  if ((nargs != 5 && nargs != 6) || !PyTuple_Check(args[0]) || !PyList_Check(args[3]) || !PyList_Check(args[4]) ||
+      (nargs == 6 && !PyList_Check(args[5]))) {
     PyErr_SetString(PyExc_TypeError, "Table.add: expected (tensors: tuple, time_dim, backend, steps: list, "
-                                     "out_dtypes: list)");
+                                     "out_dtypes: list[, scratch: list])");
     return nullptr;
   }
   std::string key;
@@ -368,7 +383,7 @@ PyObject* table_add_impl(PyObject* self, PyObject* const* args, Py_ssize_t nargs
       Slot slot{static_cast<int>(w[0]), static_cast<int>(w[1]), static_cast<int>(w[2]), w[3] != 0};
       bool ok = slot.param >= 0 && static_cast<size_t>(slot.param) < s.params.size() && slot.index >= 0 &&
                 ((slot.src == 0 && slot.index < static_cast<int>(ts.size()) && ts[slot.index] != nullptr) ||
-                 slot.src == 1);
+                 slot.src == 1 || slot.src == 2);
       if (!ok) {
         PyErr_SetString(PyExc_ValueError, "Table.add: a slot names no parameter or no tensor of the call");
         return nullptr;
@@ -389,12 +404,35 @@ PyObject* table_add_impl(PyObject* self, PyObject* const* args, Py_ssize_t nargs
       return nullptr;
     }
   }
+  if (nargs == 6) {
+    PyObject* sc = args[5];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sc); ++i) {
+      PyObject* b = PyList_GET_ITEM(sc, i);
+      long long numel = 0;
+      if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != 2 || !THPDtype_Check(PyTuple_GET_ITEM(b, 1))) {
+        PyErr_SetString(PyExc_TypeError, "Table.add: a scratch buffer is (elements, torch.dtype)");
+        return nullptr;
+      }
+      if (!as_long(PyTuple_GET_ITEM(b, 0), numel)) return nullptr;
+      if (numel < 0) {
+        PyErr_SetString(PyExc_ValueError, "Table.add: a scratch buffer of fewer than 0 elements");
+        return nullptr;
+      }
+      e.scratch.emplace_back(static_cast<int64_t>(numel),
+                             static_cast<int>(reinterpret_cast<THPDtype*>(PyTuple_GET_ITEM(b, 1))->scalar_type));
+    }
+  }
   for (const Step& s : e.steps)
-    for (const Slot& sl : s.slots)
+    for (const Slot& sl : s.slots) {
       if (sl.src == 1 && sl.index >= static_cast<int>(e.out_dtypes.size())) {
         PyErr_SetString(PyExc_ValueError, "Table.add: a slot names an output the call does not make");
         return nullptr;
       }
+      if (sl.src == 2 && sl.index >= static_cast<int>(e.scratch.size())) {
+        PyErr_SetString(PyExc_ValueError, "Table.add: a slot names a scratch buffer the call does not make");
+        return nullptr;
+      }
+    }
   auto* entries = reinterpret_cast<TableObject*>(self)->entries;
   if (entries->size() >= 64) entries->clear();  // as CreditAssigner._replays
   (*entries)[key] = std::move(e);
@@ -431,7 +469,7 @@ PyMethodDef table_methods[] = {
     {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(table_call)), METH_FASTCALL,
      "call(tensors, time_dim, backend[, result]) -> the outputs, None (miss) or False (declined)"},
     {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(table_add)), METH_FASTCALL,
-     "add(tensors, time_dim, backend, steps, out_dtypes) -> bool"},
+     "add(tensors, time_dim, backend, steps, out_dtypes[, scratch]) -> bool"},
     {"clear", table_clear, METH_NOARGS, "forget every entry"},
     {"__reduce__", table_reduce, METH_NOARGS, "pickled and copied as an empty table"},
     {nullptr, nullptr, 0, nullptr}};
