@@ -27,8 +27,9 @@ and ``RLTRITON_NATIVE=0`` turns it off. It is Linux only, and off on a free-thre
 (its table relies on the GIL). Without it every call takes the Python replay: the results are
 the same bit for bit, only the host time differs.
 
-Only the plain case is armed: one launch or several with no scratch buffers, each kernel
-compiled for one CTA a program with no cooperative grid, no programmatic dependent launch
+Only the plain case is armed: one launch or several (a time split's two, whose scratch
+buffers of segment summaries the table makes per call; not a cooperative split's barrier
+counters, which are the stream's), each kernel compiled for one CTA a program with no cooperative grid, no programmatic dependent launch
 and no scratch memory, and a parameter list whose sizes match what the driver reports for
 the compiled kernel (``cuFuncGetParamInfo``). A call declines to the Python path (which
 handles everything) on a signature it has not armed, while a Triton launch hook is set, in a
