@@ -29,12 +29,12 @@ the same bit for bit, only the host time differs.
 
 Only the plain case is armed: one launch or several (a time split's two, whose scratch
 buffers of segment summaries the table makes per call; not a cooperative split's barrier
-counters, which are the stream's), each kernel compiled for one CTA a program with no cooperative grid, no programmatic dependent launch
-and no scratch memory, and a parameter list whose sizes match what the driver reports for
-the compiled kernel (``cuFuncGetParamInfo``). A call declines to the Python path (which
-handles everything) on a signature it has not armed, while a Triton launch hook is set, in a
-thread with no current CUDA context, or when a tensor the kernel was specialised as 16-byte
-aligned is not.
+counters, which are the stream's), each kernel compiled for one CTA a program with no
+cooperative grid, no programmatic dependent launch and no scratch memory, and a parameter
+list whose sizes match what the driver reports for the compiled kernel
+(``cuFuncGetParamInfo``). A call declines to the Python path (which handles everything) on a
+signature it has not armed, while a Triton launch hook is set, in a thread with no current
+CUDA context, or when a tensor the kernel was specialised as 16-byte aligned is not.
 """
 from __future__ import annotations
 
