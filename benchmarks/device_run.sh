@@ -464,6 +464,11 @@ PY
       timeout 300 python3 -m pytest -m gpu tests/test_native.py -q -n 8 -p no:cacheprovider 2>&1 \
         | tee "$OUT/native_tests.log" | tail -3
       timeout 200 python3 benchmarks/replay_status.py 2>&1 | tee "$OUT/replay_status.txt" | tail -40 ;;
+    s31-sweep-tml)
+      # session 31: time-major lanes tiles of 128-512-step chunks split in time for few
+      # time-major rows of long rows (benchmarks/sweep.py SWEEP_TM_LANES=1), every candidate's time
+      SWEEP_TIME_MAJOR=1 SWEEP_TM_LANES=1 SWEEP_VERBOSE=1 timeout 170 python3 benchmarks/sweep.py td_lambda \
+        512x2048,512x512,256x1024,512x4096 2>&1 | tee "$OUT/sweep_s31_tml.txt" | grep -v "^$" | tail -70 ;;
     s31-grid)
       timeout 420 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic --time-major \
         --peers rl-triton --estimators td_lambda,discounted_returns,gae,traces --max-minutes 6 --no-plots \

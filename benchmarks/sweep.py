@@ -7,6 +7,7 @@
     SWEEP_ONE_CHUNK=1 python benchmarks/sweep.py gae 32x8192           # only whole rows in one chunk
     SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1 python benchmarks/sweep.py gae 512x2048   # [T, N], 4-8 rows a tile
     SWEEP_LANES=1 python benchmarks/sweep.py td_lambda 32768x64        # rows across lanes (GROUP_TILES = 4)
+    SWEEP_TIME_MAJOR=1 SWEEP_TM_LANES=1 python benchmarks/sweep.py td_lambda 512x2048   # [T, N], lanes tiles split
 
 For each shape, times the default plan of ``rltriton.kernels.launch.plan_for`` and a set of
 forced plans (CUDA-graph device time), and prints the best one; with SWEEP_TIME_MAJOR the
@@ -94,9 +95,31 @@ def narrow_rows(R: int, T: int, p2: int) -> list:
     return out
 
 
+def tm_lanes_split(R: int, T: int, p2: int) -> list:
+    """Time-major lanes tiles (``Plan.tm_lanes``: rows along the lanes, time along the warps)
+    of 128-, 256- and 512-step chunks (8, 8 and 16 steps a thread: 16, 32 and 32 warps), 32 or
+    64 rows a program, split in time into segments of 1, 2 or 4 chunks (at most 256 segments):
+    for few time-major rows of long rows, which the planner gives the time-major tiles' split
+    of one-warp tiles. The kernels take these plans (tests/test_backends.py::
+    test_tm_lanes_chunks); the planner does not."""
+    out = []
+    for bt, k in ((128, 8), (256, 8), (512, 16)):
+        if bt > p2:
+            continue
+        n_chunks = -(-T // bt)
+        for rows in (32, 64):
+            for per in (1, 2, 4):
+                segs = -(-n_chunks // per)
+                if segs <= 256 and (segs > 1 or per == 1):
+                    out.append(launch.Plan(rows, bt, bt // k, segs, per * bt, tm_lanes=True))
+    return out
+
+
 def candidates(R: int, T: int):
     p2 = 1 << (max(T, 1) - 1).bit_length()
     out = []
+    if TM_LANES:
+        return tm_lanes_split(R, T, p2)
     if TM_NARROW:
         return narrow_rows(R, T, p2) if R >= 64 else []
     if LANES:
@@ -167,6 +190,9 @@ ONE_CHUNK = bool(os.environ.get("SWEEP_ONE_CHUNK"))
 # SWEEP_TM_NARROW=1 (with SWEEP_TIME_MAJOR=1): only the time-major tiles of 4 or 8 rows
 # (narrow_rows), against the default plan
 TM_NARROW = TIME_MAJOR and bool(os.environ.get("SWEEP_TM_NARROW"))
+# SWEEP_TM_LANES=1 (with SWEEP_TIME_MAJOR=1): only the time-major lanes tiles split in time
+# (tm_lanes_split), against the default plan
+TM_LANES = TIME_MAJOR and bool(os.environ.get("SWEEP_TM_LANES"))
 # SWEEP_LANES=1: only the lanes tiles (launch._ROW_LANES; SWEEP_LANE_SHAPES: warps:m), against the
 # default plan without them
 LANES = bool(os.environ.get("SWEEP_LANES"))
