@@ -13,31 +13,19 @@ from __future__ import annotations
 
 import argparse
 import functools
-import time
+import sys
+from pathlib import Path
 
 import torch
 
-import rltriton as rt
-from rltriton.assigner import instance
-from rltriton.estimators.gae import GAE
-from rltriton.estimators.td_lambda import TDLambda
-from rltriton.kernels import native
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def full_us(f, calls: int) -> float:
-    """Median microseconds of ``f()`` between two synchronisations, after 20 warm-up calls."""
-    for _ in range(20):
-        f()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t)
-    ts.sort()
-    return ts[len(ts) // 2] * 1e6
+import rltriton as rt  # noqa: E402
+from benchmarks.common import perf_counter_us  # noqa: E402
+from rltriton.assigner import instance  # noqa: E402
+from rltriton.estimators.gae import GAE  # noqa: E402
+from rltriton.estimators.td_lambda import TDLambda  # noqa: E402
+from rltriton.kernels import native  # noqa: E402
 
 
 def main() -> None:
@@ -54,7 +42,8 @@ def main() -> None:
             last = torch.randn(n, device="cuda")
             kw = dict(gamma=0.99, lam=0.95, terminated=term, last_value=last, time_dim=0 if tm else -1)
             for name, cls, fn in (("gae", GAE, rt.gae), ("td_lambda", TDLambda, rt.td_lambda)):
-                us = full_us(functools.partial(fn, r, v, **kw), a.calls)
+                # wall time of one synchronised call, host and device: the median of a.calls
+                us = perf_counter_us(functools.partial(fn, r, v, **kw), calls=a.calls, trials=1, warmup=20)
                 est = instance(cls, 0.99, 0.95)
                 info = []
                 for key, rep in est._replays.items():
