@@ -231,9 +231,7 @@ def step_spec(fast) -> tuple | None:
         v = fast.values[k]
         if isinstance(ty, str) and ty.startswith("*"):
             if k in where:
-                src, j = where[k]
-                if src not in (0, 1, 2):
-                    return None
+                src, j = where[k]  # 0 the call's tensors, 1 its outputs, 2 its scratch buffers
                 slots.append((len(cells), src, j, int(k in aligned)))
                 v = 0
             elif v is None:
