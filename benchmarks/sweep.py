@@ -5,6 +5,7 @@
     SWEEP_STAGES=1 python benchmarks/sweep.py gae                      # plain chunk loops only
     SWEEP_BIG=1 python benchmarks/sweep.py traces 128x8192             # chunks of 4096-8192 steps too
     SWEEP_ONE_CHUNK=1 python benchmarks/sweep.py gae 32x8192           # only whole rows in one chunk
+    SWEEP_TILES=2048:4 SWEEP_ONE_CHUNK_SEGS=1 python benchmarks/sweep.py traces 16x262144 # given chunks, split
     SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1 python benchmarks/sweep.py gae 512x2048   # [T, N], 4-8 rows a tile
     SWEEP_LANES=1 python benchmarks/sweep.py td_lambda 32768x64        # rows across lanes (GROUP_TILES = 4)
     SWEEP_TIME_MAJOR=1 SWEEP_TM_LANES=1 python benchmarks/sweep.py td_lambda 512x2048   # [T, N], lanes tiles split
@@ -160,20 +161,20 @@ def candidates(R: int, T: int):
         for tile, w in ((256, 1), (256, 2), (512, 2), (1024, 4), (2048, 4), (2048, 8)):
             out.append(launch.Plan(max(1, tile // p2), p2, w, 1, p2))
     else:
-        for bt, w in ((512, 4), (512, 8), (1024, 4), (1024, 8), (2048, 8), (2048, 16), *BIG_TILES):
+        for bt, w in TILES or ((512, 4), (512, 8), (1024, 4), (1024, 8), (2048, 8), (2048, 16), *BIG_TILES):
             if bt > p2:
                 continue
             n_chunks = -(-T // bt)
             for bn in ((1, 4) if R >= 4096 and bt <= 512 else (1,)):
                 programs = -(-R // bn)
-                segs = [1]
+                segs = [] if ONE_CHUNK_SEGS else [1]
                 for s in (-(-2 * 132 // programs), -(-8 * 132 // programs), n_chunks):
                     s = min(n_chunks, s)
-                    if s > 1 and s not in segs:
+                    if s > 1 and s not in segs and (s == n_chunks or not ONE_CHUNK_SEGS):
                         segs.append(s)
                 # (pipelined chunk loops, as the time-major tiles')
                 out += split_plans(bn, bt, w, n_chunks, segs, False)
-                if n_chunks > 1 and bn == 1:  # single-pass look-back: one chunk per segment
+                if n_chunks > 1 and bn == 1 and not ONE_CHUNK_SEGS:  # single-pass look-back: one chunk a segment
                     out.append(launch.Plan(1, bt, w, n_chunks, bt, True))
     return out
 
@@ -187,6 +188,11 @@ BIG_TILES = ((4096, 8), (4096, 16), (8192, 16), (8192, 32)) if os.environ.get("S
 # SWEEP_ONE_CHUNK=1: only the plans that hold a whole row in one chunk (see candidates), each
 # with its full call beside its device time
 ONE_CHUNK = bool(os.environ.get("SWEEP_ONE_CHUNK"))
+# SWEEP_TILES=steps:warps,... : the batch-major chunks to try instead of the list in candidates
+# (e.g. 2048:4 for 16 steps a thread); SWEEP_ONE_CHUNK_SEGS=1: only splits into segments of one
+# chunk (a program a chunk, as launch._SHORT_SPLIT's), no chunk loops and no single pass
+TILES = [tuple(int(v) for v in x.split(":")) for x in os.environ.get("SWEEP_TILES", "").split(",") if x]
+ONE_CHUNK_SEGS = bool(os.environ.get("SWEEP_ONE_CHUNK_SEGS"))
 # SWEEP_TM_NARROW=1 (with SWEEP_TIME_MAJOR=1): only the time-major tiles of 4 or 8 rows
 # (narrow_rows), against the default plan
 TM_NARROW = TIME_MAJOR and bool(os.environ.get("SWEEP_TM_NARROW"))

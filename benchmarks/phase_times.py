@@ -1,0 +1,92 @@
+"""Device time of each kernel launch of one call, timed alone, beside the streaming floor.
+
+    python benchmarks/phase_times.py discounted_returns,td_lambda 16x262144,1x1048576   # on a GPU
+
+A split call is two launches (PHASE 1: each segment's summary; PHASE 2: carry-in and
+outputs); the whole call's device time says nothing of how it divides between them. For each
+estimator and shape this records the launches the planner makes for one call
+(``launch.launch_specs``), replays each alone in a CUDA graph (``common.device_time_us``) and
+prints their times with the call's and two floors: the streaming floor of the whole call,
+and a read-only floor (every per-step input read, one float written per 2048 elements,
+:func:`read_floor`), the least PHASE 1 can take. Nothing here is a benchmark result:
+``run.py`` times calls side by side.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import device_time_us, per_step_inputs, stream_floor  # noqa: E402
+from rltriton.kernels import launch  # noqa: E402
+from tests.rollouts import make_case, on_gpu  # noqa: E402
+
+
+@triton.jit
+def _read_kernel(i0, i1, i2, i3, out, n, N_IN: tl.constexpr, BLOCK: tl.constexpr):
+    """Sum up to four inputs' blocks into one float per block: their reads, almost no writes."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.load(i0 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 1:
+        acc += tl.load(i1 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 2:
+        acc += tl.load(i2 + offs, mask=m, other=0).to(tl.float32)
+    if N_IN > 3:
+        acc += tl.load(i3 + offs, mask=m, other=0).to(tl.float32)
+    tl.store(out + tl.program_id(0), tl.sum(acc, 0))
+
+
+def read_floor(inputs: list[torch.Tensor]):
+    """A call that reads ``inputs`` (up to four, same numel) and writes one float per 2048
+    elements: the floor of a pass that only reads, as PHASE 1 does."""
+    ins = [x.reshape(-1) for x in inputs][:4]
+    n = ins[0].numel()
+    block = 2048
+    out = torch.empty(triton.cdiv(n, block), device=ins[0].device)
+    pad = ins + [ins[0]] * (4 - len(ins))
+    return lambda: _read_kernel[(triton.cdiv(n, block),)](*pad, out, n, N_IN=len(ins), BLOCK=block, num_warps=8)
+
+
+def main() -> None:
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["discounted_returns"]
+    spec = sys.argv[2] if len(sys.argv) > 2 else "16x262144"
+    shapes = [tuple(int(v) for v in s.split("x")) for s in spec.split(",")]
+    captured: list = []
+    orig = launch.launch_specs
+
+    def spy(*a, **k):
+        specs, scratch = orig(*a, **k)
+        captured.append(specs)
+        return specs, scratch
+
+    launch.launch_specs = spy
+    print(f"{'estimator':>20} {'shape':>12} {'floor':>6} {'read':>6} {'call':>6}  launches (µs each, alone)")
+    for name in names:
+        for shape in shapes:
+            case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
+            per_step = per_step_inputs(list(case.args) + list(case.kwargs.values()), shape)
+            outs = case(backend="triton")
+            floor = device_time_us(stream_floor(per_step, [torch.empty_like(o) for o in outs]))
+            read = device_time_us(read_floor(per_step))
+            call = device_time_us(lambda c=case: c(backend="triton"))
+            launch.clear_caches()
+            captured.clear()
+            case(backend="triton")
+            specs = captured[-1] if captured else []
+            each = []
+            for kernel, grid, args, kwargs in specs:
+                t = device_time_us(lambda k=kernel, g=grid, a=args, kw=kwargs: k[g](*a, **kw))
+                each.append(f"PHASE {kwargs.get('PHASE')} grid {grid} {t:.1f}")
+            print(f"{name:>20} {'x'.join(map(str, shape)):>12} {floor:6.1f} {read:6.1f} {call:6.1f}  "
+                  + "; ".join(each), flush=True)
+
+
+if __name__ == "__main__":
+    main()
