@@ -454,6 +454,48 @@ def test_long_row_plans_by_estimator(name, monkeypatch, poisoned):
     assert asked == [{"vtrace": vtrace, "gae": default, "retrace_av": retrace}[name]], asked
 
 
+LONG_SPLIT_CASES = ["discounted_returns", "td_lambda", "traces", "prefix_sum", "vtrace", "gae"]
+
+
+@pytest.mark.parametrize("name", LONG_SPLIT_CASES)
+def test_long_split_plans(name, monkeypatch, poisoned):
+    """Split rows of 262144 steps (2^18 + 1 for TD(lambda) and V-trace) to 2^20 take the
+    form's one-chunk segments of launch._LONG_SPLIT: 2048 steps on 4 warps for discounted
+    returns (TD(lambda)'s kernel without values), the forward kernel (traces, prefix sums) and
+    TD(lambda), 2048 on 8 for V-trace; GAE keeps launch._SHORT_SPLIT's and the default's. Rows
+    outside those bounds, time-major rows and rows not split keep their plans. The launcher
+    passes the entry by estimator (discounted returns: by the absent values)."""
+    launch = poisoned
+    form = {"traces": "forward", "prefix_sum": "forward"}.get(name, name)
+    entry = launch._LONG_SPLIT.get(form)
+    long_rows = launch._LONG_ROWS.get(name, launch._LONG_ROWS_DEFAULT)
+
+    def got(shape, split=entry):
+        pl = launch.plan(*shape, 132, long_rows, form == "forward", long_split=split)
+        return pl.block_t, pl.num_warps, pl.segments, pl.seg_len
+
+    expect = {"discounted_returns": ((2048, 4, 128, 2048), (2048, 4, 512, 2048)),
+              "forward": ((2048, 4, 128, 2048), (2048, 4, 512, 2048)),
+              "td_lambda": ((1024, 4, 256, 1024), (2048, 4, 512, 2048)),
+              "vtrace": ((1024, 4, 256, 1024), (2048, 8, 512, 2048)),
+              "gae": ((1024, 4, 256, 1024), (2048, 8, 512, 2048))}[form]
+    assert (got((16, 262144)), got((1, 1 << 20))) == expect
+    assert got((16, 262144), None) == (1024, 4, 256, 1024)  # without the entry: _SHORT_SPLIT
+    for shape in ((64, 65536), (1, 131072), (1, 1 << 21), (512, 4096), (4096, 512)):
+        assert got(shape) == got(shape, None), shape  # outside the bounds, or not split
+    cpu = torch.device("cpu")
+    tm = launch.plan_for(16, 262144, cpu, time_major=True, long_split=entry)
+    assert tm == launch.plan_for(16, 262144, cpu, time_major=True), tm
+    if not INTERPRET:
+        return
+    asked = []
+    orig = launch.plan_for
+    monkeypatch.setattr(launch, "plan_for", lambda *a, **k: asked.append(k.get("long_split")) or orig(*a, **k))
+    poisoned.clear_caches()
+    check(make_case(name, (3, 9), bootstrap="last_value", flags="both", seed=5), "triton")
+    assert asked == [entry], asked
+
+
 def test_few_rows_split_plan():
     """Rows too few to fill the GPU split in time at any size (launch._SPLIT_MIN_ELEMS = 0):
     from _SPLIT_MIN_CHUNKS chunks, or from _SPLIT_FEW_CHUNKS where the row programs are fewer

@@ -122,6 +122,21 @@ _SHORT_SPLIT_MAX_T = 262144
 #   but lost 9-19% on one row.
 _LONG_ROWS_DEFAULT = (8, 2048, 8)
 _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
+# Split rows of min_T to _LONG_SPLIT_MAX_T steps per kernel form: one-chunk segments of
+# (steps, warps) = tile, for {form: (tile, min_T)}; "discounted_returns" is TD(lambda)'s
+# kernel without values. 16 steps a thread instead of 8 (a million steps: instead of 2048 on
+# 8 warps): each segment's program spends less of its time in the scan's shuffles and
+# barriers for its loads. PHASE 1 alone took 9.6 us at 16 x 262144 (discounted returns)
+# against 4.0 to read its inputs, PHASE 2 14.8 against a streaming floor of 6.6
+# (benchmarks/phase_times.py). H200, Triton 3.6 (benchmarks/sweep.py with SWEEP_TILES,
+# 2026-12-03-h200-s32-notes.md), device us, default -> this: discounted returns 16 x 262144
+# 24.0 -> 22.3, 1 x 1048576 9.5 -> 8.6; traces 19.7 -> 18.0, 8.1 -> 7.4; TD(lambda)
+# 1 x 1048576 10.3 -> 9.7 (16 x 262144 30.6 -> 31.4: kept); V-trace 1 x 1048576 on 2048 steps
+# and 8 warps 13.7 -> 12.6 (16 x 262144 48.6 -> 49.2: kept). GAE gained nowhere (16 x 262144
+# 31.0 -> 31.6, 1 x 1048576 9.4 -> 9.5) and keeps its segments.
+_LONG_SPLIT = {"discounted_returns": ((2048, 4), 262144), "forward": ((2048, 4), 262144),
+               "td_lambda": ((2048, 4), 262145), "vtrace": ((2048, 8), 262145)}
+_LONG_SPLIT_MAX_T = 1 << 20
 # A row walked by one program in chunks (batch-major, no split): (steps of a chunk, depth of
 # the chunk loop's software pipeline, Plan.stages) per backward kernel form; the default is
 # _LOOP_TILE_DEFAULT, _LOOP_BLOCK_T-step chunks not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
@@ -978,7 +993,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
          tiny_warp_elems: int = _TINY_WARP_ELEMS,
          whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT,
          loop_tile: tuple[int, int] = _LOOP_TILE_DEFAULT,
-         short_tile: tuple[int, int] = _SHORT_TILE_DEFAULT) -> Plan:
+         short_tile: tuple[int, int] = _SHORT_TILE_DEFAULT,
+         long_split: tuple[tuple[int, int], int] | None = None) -> Plan:
     """The launch plan for R rows (lanes) of T steps.
 
     Chosen from sweeps on an H200 (``benchmarks/sweep.py``; results in
@@ -1008,7 +1024,9 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     one program walks (backward kernels) and the chunk loop's pipelining depth, for rows of
     whole chunks on at least ``_LOOP_TILE_MIN_PROGRAMS`` programs an SM. ``short_tile``
     (``_SHORT_TILE_DEFAULT``, or ``_DR_SHORT_TILES``' entry for the rows' length): the elements
-    of a short-row tile and the elements a warp takes (backward kernels).
+    of a short-row tile and the elements a warp takes (backward kernels). ``long_split`` (the
+    form's entry of ``_LONG_SPLIT``; None: none): ``((steps, warps), min_T)``, the one-chunk
+    segments of split rows of ``min_T`` to ``_LONG_SPLIT_MAX_T`` steps.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -1034,6 +1052,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     loop_warps, split_steps, split_warps = long_rows
     if T <= _SHORT_SPLIT_MAX_T and split_steps > _SHORT_SPLIT[0]:
         split_steps, split_warps = _SHORT_SPLIT
+    if long_split is not None and long_split[1] <= T <= _LONG_SPLIT_MAX_T:
+        split_steps, split_warps = long_split[0]
     seg_steps = min(_SEG_STEPS, split_steps)
     walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
     if forward or T % loop_tile[0] or programs < _LOOP_TILE_MIN_PROGRAMS * sms:
@@ -1179,7 +1199,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
              few: FewTiles | None = None, form: str | None = None,
              short_tile: tuple[int, int] | None = None, wide_lanes: bool = False,
-             tm_lanes_edge: bool = False) -> Plan:
+             tm_lanes_edge: bool = False, long_split: tuple[tuple[int, int], int] | None = None) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
     ``wide`` and ``few`` as there); ``long_rows`` as in :func:`plan`, for batch-major storage (time-major
@@ -1191,13 +1211,13 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     neither); ``short_tile``: as in :func:`plan` (batch-major storage only); ``wide_lanes``: the
     call may take TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`);
     ``tm_lanes_edge``: the time-major lanes tiles' bounds for discounted returns to the window
-    edge (``_DR_TM_LANES_ANY``)."""
+    edge (``_DR_TM_LANES_ANY``); ``long_split``: as in :func:`plan` (batch-major storage only)."""
     sms = _device_sms(device)
     if time_major:
         pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(R, T, sms, wide, few)
         if pl is not None:
             return pl
-        long_rows, forward, form, short_tile = _LONG_ROWS_DEFAULT, False, None, None
+        long_rows, forward, form, short_tile, long_split = _LONG_ROWS_DEFAULT, False, None, None, None
     else:
         pl = _row_lanes_plan(R, T, sms, form, wide_lanes)
         if pl is not None:
@@ -1206,7 +1226,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
                 _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT),
-                short_tile or _SHORT_TILE_DEFAULT)
+                short_tile or _SHORT_TILE_DEFAULT, long_split)
 
 
 # --- replay of repeated calls ------------------------------------------------------------
@@ -1976,10 +1996,11 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     wide_lanes = kind == "td_lambda" and _td_wide_lanes(p, R, meta)
     # (discounted returns to the window edge: _DR_TM_LANES_ANY)
     tm_lanes_edge = _DR_TM_LANES_ANY and kind == "td_lambda" and _scalar_returns_to_the_edge(p, meta)
+    split_form = "discounted_returns" if kind == "td_lambda" and raw.get("values") is None else kform
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
                   form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
-                  tm_lanes_edge=tm_lanes_edge)
+                  tm_lanes_edge=tm_lanes_edge, long_split=_LONG_SPLIT.get(split_form))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind == "gae":
         adv = _output(p, caller, like)
@@ -2094,7 +2115,8 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
         G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
-                  few=_TM_FEW_TILES.get("forward"), form=_one_chunk_form("forward", p))
+                  few=_TM_FEW_TILES.get("forward"), form=_one_chunk_form("forward", p),
+                  long_split=_LONG_SPLIT.get("forward"))
     if pl.tm_lanes:
         meta["TM_W"] = pl.num_warps
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
