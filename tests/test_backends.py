@@ -463,8 +463,10 @@ def test_long_split_plans(name, monkeypatch, poisoned):
     form's one-chunk segments of launch._LONG_SPLIT: 2048 steps on 4 warps for discounted
     returns (TD(lambda)'s kernel without values), the forward kernel (traces, prefix sums) and
     TD(lambda), 2048 on 8 for V-trace; GAE keeps launch._SHORT_SPLIT's and the default's. Rows
-    outside those bounds, time-major rows and rows not split keep their plans. The launcher
-    passes the entry by estimator (discounted returns: by the absent values)."""
+    outside those bounds, rows whose segments would be fewer than _LONG_SPLIT_MIN_PROGRAMS
+    programs an SM (1 x 262144: 128 segments of 2048 steps, slower than 256 of 1024 on the
+    H200), time-major rows and rows not split keep their plans. The launcher passes the entry
+    by estimator (discounted returns: by the absent values)."""
     launch = poisoned
     form = {"traces": "forward", "prefix_sum": "forward"}.get(name, name)
     entry = launch._LONG_SPLIT.get(form)
@@ -481,7 +483,10 @@ def test_long_split_plans(name, monkeypatch, poisoned):
               "gae": ((1024, 4, 256, 1024), (2048, 8, 512, 2048))}[form]
     assert (got((16, 262144)), got((1, 1 << 20))) == expect
     assert got((16, 262144), None) == (1024, 4, 256, 1024)  # without the entry: _SHORT_SPLIT
-    for shape in ((64, 65536), (1, 131072), (1, 1 << 21), (512, 4096), (4096, 512)):
+    assert got((2, 262144)) == got((2, 262144), None)  # 256 programs: 1.94 an SM
+    if entry is not None and entry[1] == 262144:
+        assert got((3, 262144))[:2] == (2048, entry[0][1])  # 384 programs: 2.9 an SM
+    for shape in ((64, 65536), (1, 131072), (1, 262144), (1, 1 << 21), (512, 4096), (4096, 512)):
         assert got(shape) == got(shape, None), shape  # outside the bounds, or not split
     cpu = torch.device("cpu")
     tm = launch.plan_for(16, 262144, cpu, time_major=True, long_split=entry)

@@ -133,10 +133,17 @@ _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # 24.0 -> 22.3, 1 x 1048576 9.5 -> 8.6; traces 19.7 -> 18.0, 8.1 -> 7.4; TD(lambda)
 # 1 x 1048576 10.3 -> 9.7 (16 x 262144 30.6 -> 31.4: kept); V-trace 1 x 1048576 on 2048 steps
 # and 8 warps 13.7 -> 12.6 (16 x 262144 48.6 -> 49.2: kept). GAE gained nowhere (16 x 262144
-# 31.0 -> 31.6, 1 x 1048576 9.4 -> 9.5) and keeps its segments.
+# 31.0 -> 31.6, 1 x 1048576 9.4 -> 9.5) and keeps its segments. An A/B of the rule
+# (benchmarks/ab.py, 2026-12-03-h200-s32-ab-long-split.txt) kept those figures and gained at
+# 32 x 262144 (discounted returns 46.4 -> 42.9, traces 37.3 -> 32.3), 4 x 524288 (14.5 ->
+# 13.0, 12.0 -> 10.2; TD(lambda) 16.1 -> 15.1) and 2 x 1048576 (15.0 -> 13.1, 13.0 -> 10.8,
+# V-trace 28.1 -> 25.5), but lost at 1 x 262144 (5.3 -> 6.5, 4.6 -> 5.1), whose 128 segments
+# of 2048 steps are fewer programs than SMs: the rule needs _LONG_SPLIT_MIN_PROGRAMS programs
+# an SM (1 x 262144: 0.97; 1 x 1048576, the fewest that gained: 3.9).
 _LONG_SPLIT = {"discounted_returns": ((2048, 4), 262144), "forward": ((2048, 4), 262144),
                "td_lambda": ((2048, 4), 262145), "vtrace": ((2048, 8), 262145)}
 _LONG_SPLIT_MAX_T = 1 << 20
+_LONG_SPLIT_MIN_PROGRAMS = 2.0
 # A row walked by one program in chunks (batch-major, no split): (steps of a chunk, depth of
 # the chunk loop's software pipeline, Plan.stages) per backward kernel form; the default is
 # _LOOP_TILE_DEFAULT, _LOOP_BLOCK_T-step chunks not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
@@ -1026,7 +1033,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     (``_SHORT_TILE_DEFAULT``, or ``_DR_SHORT_TILES``' entry for the rows' length): the elements
     of a short-row tile and the elements a warp takes (backward kernels). ``long_split`` (the
     form's entry of ``_LONG_SPLIT``; None: none): ``((steps, warps), min_T)``, the one-chunk
-    segments of split rows of ``min_T`` to ``_LONG_SPLIT_MAX_T`` steps.
+    segments of split rows of ``min_T`` to ``_LONG_SPLIT_MAX_T`` steps that make at least
+    ``_LONG_SPLIT_MIN_PROGRAMS`` programs an SM.
     """
     target = _PROGRAMS_PER_SM * sms
     p2 = _next_pow2(max(T, 1))
@@ -1052,7 +1060,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     loop_warps, split_steps, split_warps = long_rows
     if T <= _SHORT_SPLIT_MAX_T and split_steps > _SHORT_SPLIT[0]:
         split_steps, split_warps = _SHORT_SPLIT
-    if long_split is not None and long_split[1] <= T <= _LONG_SPLIT_MAX_T:
+    if (long_split is not None and long_split[1] <= T <= _LONG_SPLIT_MAX_T
+            and programs * _cdiv(T, long_split[0][0]) >= _LONG_SPLIT_MIN_PROGRAMS * sms):
         split_steps, split_warps = long_split[0]
     seg_steps = min(_SEG_STEPS, split_steps)
     walk = forward and _FWD_WALK_MIN_SM_SHARE * sms <= programs < target and T <= _FWD_WALK_MAX_T
