@@ -40,7 +40,9 @@
 #   (carries _ab/s31/base): their bounds; s31, ~3 min: launch._TM_LONG_TILES' GPU tests and
 #   A/B against _ab/s31/base; s31-grid, ~1 min: the classic grid of four estimators,
 #   time-major too; s31-replay, ~1 min: benchmarks/replay_status.py; s31-native, ~4 min: the
-#   compiled replay's GPU tests, then benchmarks/replay_status.py;
+#   compiled replay's GPU tests, then benchmarks/replay_status.py; s32-long, ~7 min (carries
+#   _ab/s32/base and .peers): launch._LONG_SPLIT's A/B, GPU tests and long rows against
+#   rl-triton; s32-phases, ~1 min: benchmarks/phase_times.py on the long rows;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -444,6 +446,20 @@ PY
         --est td_lambda_tm,td_lambda,gae_tm,gae,discounted_returns_tm,discounted_returns_tm_bv,traces_tm,prefix_sum_tm \
         --shapes 64x512,512x512,1024x512,4096x512,6144x512,8192x512,2048x300,1024x256,4096x256,8192x256,12288x256,16384x256,4096x200 2>&1 \
         | tee "$OUT/ab_s31_shipped.txt" | grep -v "^$" | tail -106 ;;
+    s32-long)
+      # session 32: launch._LONG_SPLIT (2048-step segments of long split rows), an A/B against
+      # _ab/s32/base (carried: `git archive 5c8ebdd rltriton | tar -x -C _ab/s32/base`), its
+      # GPU tests, and the long rows of the five estimators it moves against rl-triton (carry .peers)
+      timeout 130 python3 benchmarks/ab.py _ab/s32/base . --est discounted_returns,td_lambda,traces,vtrace \
+        --shapes 16x262144,1x1048576,32x262144,4x524288,1x262144,2x1048576 2>&1 | tee "$OUT/ab_s32.txt" | grep -v "^$"
+      gpu_tests 170 "test_long_rows or segment_map_forward_long" gpu_s32.log
+      timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --estimators discounted_returns,td_lambda,traces,prefix_sum,vtrace --peers rl-triton --max-minutes 2.5 \
+        --no-plots --tag s32-long-split --out "$OUT" 2>&1 | tail -4 ;;
+    s32-phases)
+      # session 32: where a split call's time goes (benchmarks/phase_times.py), ~1 min
+      timeout 150 python3 benchmarks/phase_times.py discounted_returns,td_lambda,gae,traces,vtrace \
+        16x262144,1x1048576,64x65536 2>&1 | tee "$OUT/phase_times.txt" | grep -v Warn ;;
     s31-small)
       # session 31: launch._TM_LONG_TILES' fewest rows (_TM_LONG_MIN_PROGRAMS, 0.03 an SM: 193
       # rows) against none (0) and the tree before (_ab/s31/base, carried), at 64-256 rows
