@@ -840,6 +840,102 @@ def test_split_one_chunk_segments(name, group_tiles, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+MAP_REDUCE_NAMES = ["gae", "td_lambda", "discounted_returns"]
+
+
+@pytest.mark.parametrize("name", MAP_REDUCE_NAMES)
+@pytest.mark.parametrize("group_tiles", [True, False])
+@pytest.mark.parametrize("flags", ["terminated", "truncated", "both", "none"])
+@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
+def test_map_reduce(name, group_tiles, flags, bootstrap, monkeypatch, poisoned):
+    """launch._MAP_REDUCE: a time split's PHASE 1 on batch-major tiles composes each chunk's
+    map by scan.constant_chunk_map's reductions (GAE's and TD(lambda)'s kernels, scalar gamma
+    and lam, float32), against the float64 reference: segments of one chunk and of several
+    (the chunk loop composing the maps), a last chunk cut by T, chunks in group form and in
+    time order, every flag set and bootstrap form, gamma lam = 0 (every beta 0: k^0 must be
+    1, not 2^(0 * -inf)) and 1. Per-step gamma, time-major tiles and float64 keep the scan.
+    The three forms forced (the default takes TD(lambda)'s only: test_map_reduce_forms)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", group_tiles)
+    monkeypatch.setattr(poisoned, "_MAP_REDUCE", frozenset(MAP_REDUCE_NAMES))  # (the default: TD(lambda))
+    used = launches_used(monkeypatch, poisoned)
+    poisoned.clear_caches()
+    try:
+        cases = [make_case(name, (3, 63), flags=flags, bootstrap=bootstrap, seed=41),
+                 make_case(name, (5, 257), flags=flags, bootstrap=bootstrap, seed=43),
+                 make_case(name, (2, 40), flags=flags, bootstrap=bootstrap, gamma=0.0, seed=45),
+                 make_case(name, (2, 40), flags=flags, bootstrap=bootstrap, gamma=1.0, lam=1.0, seed=47)]
+        for case in cases:
+            used.clear()
+            check(case, "triton")
+            phase1 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
+            assert phase1 and all(kw.get("MAP_REDUCE") for kw in phase1), (case.T, phase1)
+        for case, what in ((make_case(name, (3, 63), flags=flags, bootstrap=bootstrap, per_step=True, seed=49),
+                            "per-step"),
+                           (make_case(name, (3, 63), flags=flags, bootstrap=bootstrap, dtype=torch.float64,
+                                      seed=51), "float64"),
+                           (make_case(name, (3, 63), flags=flags, bootstrap=bootstrap, time_major=True, seed=53),
+                            "time-major")):
+            used.clear()
+            check(case, "triton")
+            phase1 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
+            assert phase1 and not any(kw.get("MAP_REDUCE") for kw in phase1), (what, phase1)
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", MAP_REDUCE_NAMES)
+def test_map_reduce_forms(name, monkeypatch, poisoned):
+    """By default only TD(lambda) (values given) takes launch._MAP_REDUCE's PHASE 1: GAE and
+    discounted returns gained nothing from it on the H200 and keep the scan."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    used = launches_used(monkeypatch, poisoned)
+    poisoned.clear_caches()
+    try:
+        check(make_case(name, (3, 63), seed=57), "triton")
+        phase1 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
+        assert phase1 and all(bool(kw.get("MAP_REDUCE")) == (name == "td_lambda") for kw in phase1), phase1
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", MAP_REDUCE_NAMES)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_map_reduce_non_finite(name, bad, monkeypatch, poisoned):
+    """A NaN or inf reward inside a segment reaches PHASE 1's map as the scan lets it:
+    TD(lambda)'s cut scan keeps it out of the steps before an episode end (the reductions
+    leave the terms past the first end out), GAE's plain scan carries it as 0 * x (the
+    reductions add alpha * 0 there). Outputs with launch._MAP_REDUCE on and off agree: the
+    same non-finite elements, the others within float32 rounding."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    outs = {}
+    for on in (True, False):
+        monkeypatch.setattr(poisoned, "_MAP_REDUCE", frozenset(MAP_REDUCE_NAMES if on else ()))
+        poisoned.clear_caches()
+        case = make_case(name, (4, 120), flags="both", seed=55)
+        rewards = case.args[0]
+        done = case.kwargs["terminated"] | case.kwargs["truncated"]
+        for row in range(4):
+            ends = done[row].nonzero().flatten().tolist()
+            # the step after the row's first end, and one late in the row (a later segment)
+            for t in ([ends[0] + 1] if ends and ends[0] + 1 < 120 else []) + [100 + row]:
+                rewards[row, t] = bad
+        outs[on] = [o.clone() for o in case(backend="triton")]
+    poisoned.clear_caches()
+    for a, b in zip(outs[True], outs[False]):
+        assert torch.equal(a.isfinite(), b.isfinite())
+        fin = a.isfinite()
+        assert torch.equal(a[~fin].isnan(), b[~fin].isnan())
+        assert torch.allclose(a[fin], b[fin], rtol=1e-5, atol=1e-5)
+    assert not outs[True][0].isfinite().all()  # the poison reached some outputs
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_empty_time_axis(name, backend):
     case = make_case(name, (4, 0), flags="none", bootstrap="none")

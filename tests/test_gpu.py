@@ -686,6 +686,31 @@ def test_coop_split_time_major_and_graph(name, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("shape", [(3, 100003), (64, 65536), (1, 1048576)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize(("gamma", "lam"), [(0.0, 0.9), (1.0, 1.0), (0.999, 0.999), (0.5, 0.3)])
+def test_map_reduce(shape, name, gamma, lam, monkeypatch):
+    """launch._MAP_REDUCE (a split's PHASE 1 by reductions, scalar gamma and lam) on the GPU,
+    whose log2 and exp2 of float32 are approximate, against float64: gamma lam of 0 (every
+    weight past a segment's first step 0), 1, 0.998 (long horizons: the weights' relative
+    error grows with the step) and 0.15, with the split's PHASE 1 launched with it (forced for
+    GAE and discounted returns, which keep the scan by default)."""
+    from rltriton.kernels import launch
+
+    used = []
+    specs = launch.launch_specs
+    monkeypatch.setattr(launch, "launch_specs", lambda *a, **k: used.append(specs(*a, **k)) or used[-1])
+    monkeypatch.setattr(launch, "_MAP_REDUCE", frozenset({"gae", "td_lambda", "discounted_returns"}))
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, gamma=gamma, lam=lam, seed=12))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} map reduce gamma {gamma} lam {lam}")
+        phase1 = [kw for launches, _s in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
+        assert phase1 and all(kw.get("MAP_REDUCE") for kw in phase1), phase1
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_carry_products_split(shape, name, monkeypatch):

@@ -46,6 +46,7 @@ from rltriton.kernels.scan import (
     chunk_tile,
     clip_max,
     compose,
+    constant_chunk_map,
     group_order,
     load_coef,
     load_flag,
@@ -103,9 +104,12 @@ def gae_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, MAP_REDUCE: tl.constexpr = False,
 ):
-    """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V."""
+    """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V.
+    ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
+    :func:`scan.constant_chunk_map`'s reductions instead of a scan (uncut: a non-finite
+    alpha past an episode's end reaches the map as 0 * x, as in the scan)."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
     s_r_n = aligned(s_r_n, ROW_DIV)
@@ -156,7 +160,12 @@ def gae_kernel(
         beta = tl.where(mask, tl.where(done, 0.0, g * lm), 1.0)
         if GROUP_TILES == 3:  # rows one after another: a row's end ignores the next row (scan.chunk_tile)
             beta = tl.where(ts == T - 1, 0.0, beta)
-        if PHASE == 1:
+        if PHASE == 1 and MAP_REDUCE:
+            t_lo = seg * SEG + (n_chunks - 1 - i) * BLOCK_T  # the chunk's first step (scan.chunk_times)
+            k = scalar(g_hi, g_lo, DT) * scalar(l_hi, l_lo, DT)
+            ca, cb = constant_chunk_map(alpha, beta, ts, t_lo, T, k, BLOCK_T)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
+        elif PHASE == 1:
             ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD,
                                False, TM_W)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
@@ -187,12 +196,14 @@ def _td_lambda_chunks(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr,
     SEG_MAP_FWD: tl.constexpr, CARRY_PROD: tl.constexpr, CUT: tl.constexpr, CHECK: tl.constexpr,
-    TM_W: tl.constexpr = 0, EDGE_CARRY: tl.constexpr = False,
+    TM_W: tl.constexpr = 0, EDGE_CARRY: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False,
 ):
     """TD(lambda)'s chunk loop over one program's segment, from ``carry``: returns the
     segment's map (seg_a, seg_b) (PHASE 1) and, with ``CHECK``, a scalar that is 0 when
     every value this pass produced (the returns written, or PHASE 1's map) is finite and NaN
-    otherwise (the sum of each value times 0), else 0. ``CUT``: see :func:`scan.times`."""
+    otherwise (the sum of each value times 0), else 0. ``CUT``: see :func:`scan.times`.
+    ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
+    :func:`scan.constant_chunk_map`'s reductions instead of a scan."""
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
@@ -234,7 +245,12 @@ def _td_lambda_chunks(
             else:
                 alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
-        if PHASE == 1:
+        if PHASE == 1 and MAP_REDUCE:
+            t_lo = seg * SEG + (n_chunks - 1 - i) * BLOCK_T  # the chunk's first step (scan.chunk_times)
+            k = scalar(g_hi, g_lo, DT) * scalar(l_hi, l_lo, DT)
+            ca, cb = constant_chunk_map(alpha, beta, ts, t_lo, T, k, BLOCK_T, CUT)
+            seg_a, seg_b = compose(seg_a, seg_b, ca, cb, CUT)
+        elif PHASE == 1:
             ca, cb = chunk_map(scan_order(alpha, GROUP_TILES), scan_order(beta, GROUP_TILES), REV, SEG_MAP_FWD,
                                CUT, TM_W)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb, CUT)
@@ -273,7 +289,7 @@ def td_lambda_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     LAZY_CUT: tl.constexpr = False, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, EDGE_CARRY: tl.constexpr = False,
-    EXACT_T: tl.constexpr = False,
+    EXACT_T: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -358,6 +374,7 @@ def td_lambda_kernel(
             rows, row_mask, seg, n_segs, n_chunks, edge_carry, s_sr, s_ss,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
             ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W, True,
+            MAP_REDUCE,
         )
     else:
         seg_a, seg_b, check = _td_lambda_chunks(
@@ -367,6 +384,7 @@ def td_lambda_kernel(
             rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
             ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W, False,
+            MAP_REDUCE,
         )
     if LAZY:
         if check != 0:  # NaN: something non-finite came out; the exact pass, with the cut
@@ -378,6 +396,7 @@ def td_lambda_kernel(
                 rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
                 HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
                 ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W, False,
+                MAP_REDUCE,
             )
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 

@@ -144,6 +144,19 @@ _LONG_SPLIT = {"discounted_returns": ((2048, 4), 262144), "forward": ((2048, 4),
                "td_lambda": ((2048, 4), 262145), "vtrace": ((2048, 8), 262145)}
 _LONG_SPLIT_MAX_T = 1 << 20
 _LONG_SPLIT_MIN_PROGRAMS = 2.0
+# PHASE 1 of a time split on batch-major tiles with scalar gamma and lam in float32, for the
+# kernel forms named here ("gae", "td_lambda", "discounted_returns": TD(lambda)'s kernel
+# without values): each chunk's map from two reductions (the first episode end by a min, the
+# discounted sum before it by a sum; scan.constant_chunk_map) instead of a scan. The pass
+# only needs each segment's total, and it took twice its read floor: PHASE 1 of discounted
+# returns at 16 x 262144 9.6 us against 4.0 to read its inputs (benchmarks/phase_times.py,
+# 2026-12-03-h200-s32-phase-times.txt). H200, Triton 3.6 (benchmarks/ab.py,
+# 2026-12-03-h200-s32-ab-map-reduce.txt), scan -> reductions, us: TD(lambda) 16 x 262144
+# 29.9 -> 28.4, 64 x 65536 29.6 -> 28.1, 1 x 1048576 9.7 -> 9.5; GAE 29.7 -> 29.8, 30.3 ->
+# 30.3, 9.3 -> 9.2; discounted returns 22.5 -> 22.9, 23.8 -> 23.5, 8.5 -> 8.3. So the scan
+# was not what held the pass up, and only TD(lambda) takes them; the others stay tested
+# (tests/test_backends.py::test_map_reduce, tests/test_gpu.py::test_map_reduce).
+_MAP_REDUCE = frozenset({"td_lambda"})
 # A row walked by one program in chunks (batch-major, no split): (steps of a chunk, depth of
 # the chunk loop's software pipeline, Plan.stages) per backward kernel form; the default is
 # _LOOP_TILE_DEFAULT, _LOOP_BLOCK_T-step chunks not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
@@ -1979,6 +1992,17 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
 _EXACT_T = True
 
 
+def _map_reduce(pl: Plan, meta: dict, form: str) -> bool:
+    """Whether a call of kernel form ``form`` (``"gae"``, ``"td_lambda"`` or
+    ``"discounted_returns"``; ``meta``: its kernel's settings) on plan ``pl`` takes
+    ``_MAP_REDUCE``'s PHASE 1: a form named there, a two-pass split of batch-major tiles,
+    gamma and lam scalars (its chunks' beta is then one constant or 0), float32 arithmetic
+    (``tl.log2`` and ``tl.exp2`` of float32 only were timed and checked on the GPU)."""
+    return (form in _MAP_REDUCE and pl.segments > 1
+            and not (pl.lookback or pl.coop or pl.time_major or pl.tm_lanes)
+            and not (meta["G_TENSOR"] or meta["L_TENSOR"]) and meta["DT"] == tl.float32)
+
+
 def _one_chunk_form(form: str, p: Problem) -> str | None:
     """The kernel form whose ``_ONE_CHUNK_ROWS`` bounds the call's plan takes: None (never a
     whole row in one chunk) for float64 arithmetic, whose registers those tiles would spill."""
@@ -2011,6 +2035,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
                   form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
                   tm_lanes_edge=tm_lanes_edge, long_split=_LONG_SPLIT.get(split_form))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
+    if kind in ("gae", "td_lambda") and _map_reduce(pl, meta, split_form):
+        meta = {**meta, "MAP_REDUCE": True}
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)

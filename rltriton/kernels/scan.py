@@ -813,6 +813,62 @@ def chunk_map(alpha, beta, REV: tl.constexpr = False, FORWARD_TOTAL: tl.constexp
 
 
 @triton.jit
+def _row_min(x):
+    """The minimum of each row of a [BN, X] or [BN, X, Y] tile, as [BN]."""
+    if len(x.shape) == 3:
+        return tl.min(tl.min(x, 2), 1)
+    else:
+        return tl.min(x, 1)
+
+
+@triton.jit
+def _row_sum(x):
+    """The sum of each row of a [BN, X] or [BN, X, Y] tile, as [BN]."""
+    if len(x.shape) == 3:
+        return tl.sum(tl.sum(x, 2), 1)
+    else:
+        return tl.sum(x, 1)
+
+
+@triton.jit
+def _per_row(v, like):
+    """[BN] as a tile that broadcasts with ``like`` ([BN or 1, X] or [BN or 1, X, Y])."""
+    if len(like.shape) == 3:
+        return v[:, None, None]
+    else:
+        return v[:, None]
+
+
+@triton.jit
+def constant_chunk_map(alpha, beta, ts, t_lo, T, k, BLOCK_T: tl.constexpr, CUT: tl.constexpr = False):
+    """The composed map (A, B) of a chunk of the backward recursion x_t = alpha_t + beta_t
+    x_{t+1} (steps ``t_lo`` ... ``t_lo + BLOCK_T - 1``, times ``ts`` in any of
+    :func:`chunk_times`' batch-major forms) whose beta is one scalar ``k`` in [0, 1] at every
+    step before T except where it is 0 (scalar gamma and lam: an episode's end), and 1 where
+    masked past T: two reductions instead of a scan. With p = t - t_lo and f each row's first p
+    where beta is 0 (BLOCK_T if none), the product of beta before step p is k^p up to f and 0
+    past it, so A = sum_{p <= f} alpha_p k^p and B = k^n (n the chunk's steps before T) where
+    f = BLOCK_T, else 0. ``CUT`` (:func:`times`): the terms past f are left out, as the cut
+    scan leaves them; otherwise they enter as alpha * 0, so a NaN or inf there reaches A as
+    ``0 * x`` carries it in the plain scan. k^p is 2^(p log2 k): the approximate log2 of
+    float32 errs by at most about 2^-22 absolutely, so the weight of step p by about p 2^-22
+    relatively, below the scan's own p eps32 from p products (``launch._MAP_REDUCE``)."""
+    pos = ts - t_lo
+    f = _row_min(tl.where(beta == 0.0, pos, BLOCK_T))
+    log2k = tl.log2(k)
+    # (k = 0: log2 k = -inf, and p = 0 must weigh 1, not 2^(0 * -inf) = NaN)
+    w = tl.where(pos == 0, 1.0, tl.exp2(pos.to(k.dtype) * log2k))
+    before = pos <= _per_row(f, pos)
+    if CUT:
+        a = _row_sum(tl.where(before, alpha * w, 0.0))
+    else:
+        a = _row_sum(tl.where(before, alpha * w, alpha * 0.0))
+    n = tl.minimum(T - t_lo, BLOCK_T)  # at least 1: no chunk of a segment starts past T
+    b = tl.where(f >= BLOCK_T, tl.exp2(n.to(k.dtype) * log2k), 0.0)
+    return a, b
+
+
+@triton.jit
 def compose(sa, sb, ca, cb, CUT: tl.constexpr = False):
     """Running segment map (sa, sb), already scanned, followed by a chunk map (ca, cb)."""
     return madd(ca, cb, sa, CUT), cb * sb
