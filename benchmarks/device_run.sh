@@ -42,7 +42,8 @@
 #   time-major too; s31-replay, ~1 min: benchmarks/replay_status.py; s31-native, ~4 min: the
 #   compiled replay's GPU tests, then benchmarks/replay_status.py; s32-long, ~7 min (carries
 #   _ab/s32/base and .peers): launch._LONG_SPLIT's A/B, GPU tests and long rows against
-#   rl-triton; s32-phases, ~1 min: benchmarks/phase_times.py on the long rows;
+#   rl-triton; s32-phases, ~1 min: benchmarks/phase_times.py on the long rows; s32-ncu, ~2 min:
+#   warm-L2 stall reasons of the split's passes (discounted returns, TD(lambda), 16 x 262144);
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -460,6 +461,13 @@ PY
       # session 32: where a split call's time goes (benchmarks/phase_times.py), ~1 min
       timeout 150 python3 benchmarks/phase_times.py discounted_returns,td_lambda,gae,traces,vtrace \
         16x262144,1x1048576,64x65536 2>&1 | tee "$OUT/phase_times.txt" | grep -v Warn ;;
+    s32-ncu)
+      # session 32's open question: what a split's passes wait on (each about twice its floor,
+      # benchmarks/phase_times.py; the scan was not it, launch._MAP_REDUCE): warm-L2 stall
+      # reasons by source line of both passes, discounted returns and TD(lambda) at 16 x 262144
+      printf 'discounted_returns 16x262144\ntd_lambda 16x262144\n' | \
+        NCU_FLAGS='--cache-control none --section SourceCounters --section WarpStateStats --import-source yes' \
+        bash benchmarks/ncu_run.sh 2>&1 | tail -20 ;;
     s31-small)
       # session 31: launch._TM_LONG_TILES' fewest rows (_TM_LONG_MIN_PROGRAMS, 0.03 an SM: 193
       # rows) against none (0) and the tree before (_ab/s31/base, carried), at 64-256 rows

@@ -7,8 +7,9 @@ outputs); the whole call's device time says nothing of how it divides between th
 estimator and shape this records the launches the planner makes for one call
 (``launch.launch_specs``), replays each alone in a CUDA graph (``common.device_time_us``) and
 prints their times with the call's and two floors: the streaming floor of the whole call,
-and a read-only floor (every per-step input read, one float written per 2048 elements,
-:func:`read_floor`), the least PHASE 1 can take. Nothing here is a benchmark result:
+and a read-only floor (every per-step input read, nothing written, :func:`read_floor`), the
+least PHASE 1 can take. (Session 32's figures, 2026-12-03-h200-s32-phase-times.txt, came from
+an earlier form of it that wrote one float per 2048 elements.) Nothing here is a benchmark result:
 ``run.py`` times calls side by side.
 """
 
@@ -19,39 +20,24 @@ from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import device_time_us, per_step_inputs, stream_floor  # noqa: E402
+from benchmarks.common import _stream_kernel, device_time_us, per_step_inputs, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
 from tests.rollouts import make_case, on_gpu  # noqa: E402
 
 
-@triton.jit
-def _read_kernel(i0, i1, i2, i3, out, n, N_IN: tl.constexpr, BLOCK: tl.constexpr):
-    """Sum up to four inputs' blocks into one float per block: their reads, almost no writes."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    acc = tl.load(i0 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 1:
-        acc += tl.load(i1 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 2:
-        acc += tl.load(i2 + offs, mask=m, other=0).to(tl.float32)
-    if N_IN > 3:
-        acc += tl.load(i3 + offs, mask=m, other=0).to(tl.float32)
-    tl.store(out + tl.program_id(0), tl.sum(acc, 0))
-
-
 def read_floor(inputs: list[torch.Tensor]):
-    """A call that reads ``inputs`` (up to four, same numel) and writes one float per 2048
-    elements: the floor of a pass that only reads, as PHASE 1 does."""
-    ins = [x.reshape(-1) for x in inputs][:4]
+    """A call that only reads ``inputs`` (up to 8, same numel): the streaming kernel of
+    ``benchmarks/common.py`` with no outputs, the floor of a pass that only reads, as PHASE 1
+    does (it writes a summary per segment)."""
+    ins = [x.reshape(-1) for x in inputs][:8]
     n = ins[0].numel()
     block = 2048
-    out = torch.empty(triton.cdiv(n, block), device=ins[0].device)
-    pad = ins + [ins[0]] * (4 - len(ins))
-    return lambda: _read_kernel[(triton.cdiv(n, block),)](*pad, out, n, N_IN=len(ins), BLOCK=block, num_warps=8)
+    pad = ins + [ins[0]] * (8 - len(ins))
+    return lambda: _stream_kernel[(triton.cdiv(n, block),)](*pad, ins[0], ins[0], n, N_IN=len(ins), N_OUT=0,
+                                                             BLOCK=block, num_warps=8)
 
 
 def main() -> None:
