@@ -1034,9 +1034,11 @@ def test_segment_map_forms(name, bootstrap, forward, monkeypatch, poisoned):
     """PHASE 1 of the time split on chunks in time order composes each segment's map with a
     forward scan (launch._SEGMENT_MAP_FORWARD, the default: scan.chunk_map's FORWARD_TOTAL)
     or with ``reverse=True`` (the setting off); the outputs against the float64 reference,
-    every bootstrap form, truncations and terminations, several chunks per segment."""
+    every bootstrap form, truncations and terminations, several chunks per segment (with
+    TD(lambda)'s PHASE 1 on the scan, not launch._MAP_REDUCE's reductions)."""
     _time_order_form(name, bootstrap, True, "_SEGMENT_MAP_FORWARD", monkeypatch, poisoned)
     monkeypatch.setattr(poisoned, "_SEGMENT_MAP_FORWARD", forward)
+    monkeypatch.setattr(poisoned, "_MAP_REDUCE", frozenset())
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, pl.seg_len // pl.block_t, kw["SEG_MAP_FWD"]))
     poisoned.clear_caches()
     try:
