@@ -44,6 +44,7 @@
 #   _ab/s32/base and .peers): launch._LONG_SPLIT's A/B, GPU tests and long rows against
 #   rl-triton; s32-phases, ~1 min: benchmarks/phase_times.py on the long rows; s32-ncu, ~2 min:
 #   warm-L2 stall reasons of the split's passes (discounted returns, TD(lambda), 16 x 262144);
+#   s32-phase1, ~2 min: each pass's time for forced plans of several pipelined chunks a segment;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -468,6 +469,16 @@ PY
       printf 'discounted_returns 16x262144\ntd_lambda 16x262144\n' | \
         NCU_FLAGS='--cache-control none --section SourceCounters --section WarpStateStats --import-source yes' \
         bash benchmarks/ncu_run.sh 2>&1 | tail -20 ;;
+    s32-phase1)
+      # session 32's lead: would a PHASE 1 whose programs overlap their loads (a chunk loop over
+      # several chunks, pipelined) run nearer its read floor? Each pass's time alone
+      # (benchmarks/phase_times.py) for forced plans of 4, 16 and 64 chunks a segment, plain and
+      # 3 deep, against the default (one 1024- or 2048-step chunk a segment); ~2 min
+      for pl in "" plan=1,1024,4,64,4096,1 plan=1,1024,4,64,4096,3 plan=1,1024,4,16,16384,3 \
+                plan=1,2048,4,32,8192,3 plan=1,1024,8,64,4096,3; do
+        echo "== ${pl:-default}"
+        timeout 60 python3 benchmarks/phase_times.py discounted_returns,td_lambda 16x262144 $pl 2>&1 | grep -v Warn
+      done | tee "$OUT/phase1_s32.txt" ;;
     s31-small)
       # session 31: launch._TM_LONG_TILES' fewest rows (_TM_LONG_MIN_PROGRAMS, 0.03 an SM: 193
       # rows) against none (0) and the tree before (_ab/s31/base, carried), at 64-256 rows

@@ -1,6 +1,7 @@
 """Device time of each kernel launch of one call, timed alone, beside the streaming floor.
 
     python benchmarks/phase_times.py discounted_returns,td_lambda 16x262144,1x1048576   # on a GPU
+    python benchmarks/phase_times.py td_lambda 16x262144 plan=1,1024,4,64,4096,3 _MAP_REDUCE="frozenset()"
 
 A split call is two launches (PHASE 1: each segment's summary; PHASE 2: carry-in and
 outputs); the whole call's device time says nothing of how it divides between them. For each
@@ -8,13 +9,18 @@ estimator and shape this records the launches the planner makes for one call
 (``launch.launch_specs``), replays each alone in a CUDA graph (``common.device_time_us``) and
 prints their times with the call's and two floors: the streaming floor of the whole call,
 and a read-only floor (every per-step input read, nothing written, :func:`read_floor`), the
-least PHASE 1 can take. (Session 32's figures, 2026-12-03-h200-s32-phase-times.txt, came from
-an earlier form of it that wrote one float per 2048 elements.) Nothing here is a benchmark result:
-``run.py`` times calls side by side.
+least PHASE 1 can take. Trailing ``NAME=VALUE`` arguments set ``rltriton.kernels.launch``
+settings first, and ``plan=BN,BT,WARPS,SEGMENTS,SEG_LEN[,STAGES]`` forces a batch-major plan,
+as ``benchmarks/ncu_case.py`` takes them (e.g. segments of several chunks, pipelined, to see
+what a PHASE 1 that overlaps its loads would take). (Session 32's figures,
+2026-12-03-h200-s32-phase-times.txt, came from an earlier form of the read-only floor that
+wrote one float per 2048 elements.) Nothing here is a benchmark result: ``run.py`` times
+calls side by side.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -44,6 +50,17 @@ def main() -> None:
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["discounted_returns"]
     spec = sys.argv[2] if len(sys.argv) > 2 else "16x262144"
     shapes = [tuple(int(v) for v in s.split("x")) for s in spec.split(",")]
+    forced = None
+    for setting in sys.argv[3:]:
+        key, value = setting.split("=", 1)
+        if key == "plan":
+            f = [int(x) for x in value.split(",")]
+            forced = launch.Plan(*f[:5], False, False, f[5] if len(f) > 5 else 1)
+            launch.plan_for = lambda *a, _p=forced, **k: _p
+        elif value.startswith("frozenset(") and value.endswith(")"):  # (the form-set settings)
+            setattr(launch, key, frozenset(ast.literal_eval(value[10:-1] or "()")))
+        else:
+            setattr(launch, key, ast.literal_eval(value))
     captured: list = []
     orig = launch.launch_specs
 
@@ -56,6 +73,11 @@ def main() -> None:
     print(f"{'estimator':>20} {'shape':>12} {'floor':>6} {'read':>6} {'call':>6}  launches (µs each, alone)")
     for name in names:
         for shape in shapes:
+            segs = None if forced is None else -(-shape[1] // forced.seg_len)
+            if forced is not None and forced.segments != segs:
+                # (the summaries are sized by the plan, the kernel counts segments from T)
+                raise ValueError(f"plan={tuple(forced)[:5]}: {shape[1]} steps make {segs} segments of "
+                                 f"{forced.seg_len}, not {forced.segments}")
             case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
             per_step = per_step_inputs(list(case.args) + list(case.kwargs.values()), shape)
             outs = case(backend="triton")
