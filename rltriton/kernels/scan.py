@@ -779,7 +779,9 @@ def row_values(ptr, s_n, rows, row_mask, DT: tl.constexpr):
 #
 # When rows alone cannot fill the GPU, each row is cut into S segments of SEG steps that
 # programs handle in parallel. PHASE 1 scans every segment from a zero carry and stores
-# the segment's composed map (A, B) ("summary"); PHASE 2 composes the summaries of the
+# the segment's composed map (A, B) ("summary"; where the coefficients are one constant or
+# 0, the map can come from two reductions instead, :func:`constant_chunk_map`, which
+# TD(lambda)'s kernel takes: launch._MAP_REDUCE); PHASE 2 composes the summaries of the
 # segments that come before it in scan order into its carry-in, rescans and writes the
 # outputs. PHASE 0 is the single pass over whole rows (S = 1).
 
