@@ -43,6 +43,7 @@ import triton.language as tl
 from rltriton.kernels.scan import (
     aligned,
     chunk_map,
+    chunk_start,
     chunk_tile,
     clip_max,
     compose,
@@ -161,7 +162,7 @@ def gae_kernel(
         if GROUP_TILES == 3:  # rows one after another: a row's end ignores the next row (scan.chunk_tile)
             beta = tl.where(ts == T - 1, 0.0, beta)
         if PHASE == 1 and MAP_REDUCE:
-            t_lo = seg * SEG + (n_chunks - 1 - i) * BLOCK_T  # the chunk's first step (scan.chunk_times)
+            t_lo = chunk_start(seg, SEG, i, n_chunks, BLOCK_T)
             k = scalar(g_hi, g_lo, DT) * scalar(l_hi, l_lo, DT)
             ca, cb = constant_chunk_map(alpha, beta, ts, t_lo, T, k, BLOCK_T)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
@@ -246,7 +247,7 @@ def _td_lambda_chunks(
                 alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1 and MAP_REDUCE:
-            t_lo = seg * SEG + (n_chunks - 1 - i) * BLOCK_T  # the chunk's first step (scan.chunk_times)
+            t_lo = chunk_start(seg, SEG, i, n_chunks, BLOCK_T)
             k = scalar(g_hi, g_lo, DT) * scalar(l_hi, l_lo, DT)
             ca, cb = constant_chunk_map(alpha, beta, ts, t_lo, T, k, BLOCK_T, CUT)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb, CUT)

@@ -502,6 +502,13 @@ def tile_rows(rows, ts):
 
 
 @triton.jit
+def chunk_start(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr):
+    """The first step of the i-th chunk in scan order of segment ``seg``: the chunks of a
+    backward estimator are taken from the segment's last one back (:func:`chunk_times`)."""
+    return seg * SEG + (n_chunks - 1 - i) * BLOCK_T
+
+
+@triton.jit
 def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr,
                 ROWS: tl.constexpr = 1, TM_W: tl.constexpr = 0):
     """Times (int32: every compare with T and every step arithmetic is one instruction where
@@ -534,8 +541,7 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
       TM_W, i.e. time ``t_hi - s``. The tile's accesses run along rows only, so Triton gives
       the lanes to the rows and the warps to the time axis, and each thread holds its
       columns ``w, w + TM_W, ...``: warp w's K consecutive steps in scan order."""
-    c = n_chunks - 1 - i
-    t_lo = seg * SEG + c * BLOCK_T
+    t_lo = chunk_start(seg, SEG, i, n_chunks, BLOCK_T)
     if GROUP_TILES == 5:
         tl.static_assert(TM_W > 0, "a time-major lanes tile needs its warps (TM_W)")
         K: tl.constexpr = BLOCK_T // TM_W
