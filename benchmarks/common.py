@@ -107,6 +107,31 @@ def estimator_plan(name: str, shape: tuple[int, int], time_major: bool = False, 
         few=launch._TM_FEW_TILES.get(kind), forward=kind == "forward", form=kind)
 
 
+def apply_launch_settings(settings: list[str], time_major: bool = False):
+    """Set ``rltriton.kernels.launch`` settings from ``NAME=VALUE`` arguments (a Python
+    literal, or ``frozenset(...)`` of one for the form-set settings such as ``_MAP_REDUCE``),
+    and force ``plan=BN,BT,WARPS,SEGMENTS,SEG_LEN[,STAGES]`` (on the storage's tiles:
+    time-major ones with ``time_major``) as ``launch.plan_for``'s answer. Returns the forced
+    plan, or None. Used by the scripts that profile one call (``ncu_case.py``,
+    ``phase_times.py``, ``profile_kernels.py``)."""
+    import ast
+
+    from rltriton.kernels import launch
+
+    forced = None
+    for setting in settings:
+        key, value = setting.split("=", 1)
+        if key == "plan":
+            f = [int(x) for x in value.split(",")]
+            forced = launch.Plan(*f[:5], False, time_major, f[5] if len(f) > 5 else 1)
+            launch.plan_for = lambda *a, _p=forced, **k: _p
+        elif value.startswith("frozenset(") and value.endswith(")"):
+            setattr(launch, key, frozenset(ast.literal_eval(value[len("frozenset("):-1] or "()")))
+        else:
+            setattr(launch, key, ast.literal_eval(value))
+    return forced
+
+
 def device_time_us(fn: Callable[[], object], graph_calls: int = 50, replays: int = 10) -> float:
     """Per-call device time from a CUDA graph of ``graph_calls`` calls (median replay). Raises
     RuntimeError when the capture recorded nothing (``run.py`` then reports no device figure)."""

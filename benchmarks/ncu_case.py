@@ -15,7 +15,6 @@ Times here come from the profiler's replays, cold caches and all: what counts is
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import estimator_plan, per_step_inputs, stream_floor  # noqa: E402
+from benchmarks.common import apply_launch_settings, estimator_plan, per_step_inputs, stream_floor  # noqa: E402
 from rltriton.kernels import launch  # noqa: E402
 from tests.rollouts import make_case, on_gpu  # noqa: E402
 
@@ -33,16 +32,7 @@ def main() -> None:
     shape = tuple(int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "16384x64").split("x"))
     rest = sys.argv[3:]
     tm = "tm" in rest
-    forced = None
-    for setting in (s for s in rest if "=" in s):
-        key, value = setting.split("=", 1)
-        if key == "plan":
-            f = [int(x) for x in value.split(",")]
-            forced = launch.Plan(*f[:5], False, tm, f[5] if len(f) > 5 else 1)
-        else:
-            setattr(launch, key, ast.literal_eval(value))
-    if forced is not None:
-        launch.plan_for = lambda *a, **k: forced
+    apply_launch_settings([s for s in rest if "=" in s], tm)
     launch.clear_caches()
     case = on_gpu(make_case(name, shape, flags="terminated", seed=0, time_major=tm))
     per_step = per_step_inputs(list(case.args) + list(case.kwargs.values()), shape[::-1] if tm else shape)

@@ -20,7 +20,6 @@ calls side by side.
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
@@ -29,7 +28,13 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import _stream_kernel, device_time_us, per_step_inputs, stream_floor  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    _stream_kernel,
+    apply_launch_settings,
+    device_time_us,
+    per_step_inputs,
+    stream_floor,
+)
 from rltriton.kernels import launch  # noqa: E402
 from tests.rollouts import make_case, on_gpu  # noqa: E402
 
@@ -50,17 +55,7 @@ def main() -> None:
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["discounted_returns"]
     spec = sys.argv[2] if len(sys.argv) > 2 else "16x262144"
     shapes = [tuple(int(v) for v in s.split("x")) for s in spec.split(",")]
-    forced = None
-    for setting in sys.argv[3:]:
-        key, value = setting.split("=", 1)
-        if key == "plan":
-            f = [int(x) for x in value.split(",")]
-            forced = launch.Plan(*f[:5], False, False, f[5] if len(f) > 5 else 1)
-            launch.plan_for = lambda *a, _p=forced, **k: _p
-        elif value.startswith("frozenset(") and value.endswith(")"):  # (the form-set settings)
-            setattr(launch, key, frozenset(ast.literal_eval(value[10:-1] or "()")))
-        else:
-            setattr(launch, key, ast.literal_eval(value))
+    forced = apply_launch_settings(sys.argv[3:])
     captured: list = []
     orig = launch.launch_specs
 
@@ -80,14 +75,13 @@ def main() -> None:
                                  f"{forced.seg_len}, not {forced.segments}")
             case = on_gpu(make_case(name, shape, flags="terminated", seed=0))
             per_step = per_step_inputs(list(case.args) + list(case.kwargs.values()), shape)
+            launch.clear_caches()  # (a call of a signature seen before would replay, unrecorded)
+            captured.clear()
             outs = case(backend="triton")
+            specs = captured[-1] if captured else []
             floor = device_time_us(stream_floor(per_step, [torch.empty_like(o) for o in outs]))
             read = device_time_us(read_floor(per_step))
             call = device_time_us(lambda c=case: c(backend="triton"))
-            launch.clear_caches()
-            captured.clear()
-            case(backend="triton")
-            specs = captured[-1] if captured else []
             each = []
             for kernel, grid, args, kwargs in specs:
                 t = device_time_us(lambda k=kernel, g=grid, a=args, kw=kwargs: k[g](*a, **kw))

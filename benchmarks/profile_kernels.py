@@ -13,7 +13,6 @@ version folders do with a sed. Nothing here is a benchmark result: ``run.py`` ti
 
 from __future__ import annotations
 
-import ast
 import os
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import apply_launch_settings  # noqa: E402
 from rltriton.kernels import backward, forward, launch  # noqa: E402
 from tests.rollouts import make_case, on_gpu  # noqa: E402
 
@@ -43,10 +43,9 @@ def main() -> None:
     name = sys.argv[1] if len(sys.argv) > 1 else "gae"
     spec = sys.argv[2] if len(sys.argv) > 2 else "16x262144"
     shapes = [tuple(int(x) for x in s.split("x")) for s in spec.split(",")]
+    apply_launch_settings(sys.argv[3:])
     for setting in sys.argv[3:]:
-        key, value = setting.split("=", 1)
-        setattr(launch, key, ast.literal_eval(value))
-        print(f"launch.{key} = {value}")
+        print(f"launch.{setting.replace('=', ' = ', 1)}")
     launch.clear_caches()
     time_major = os.environ.get("PROFILE_TIME_MAJOR", "") not in ("", "0")
     for shape in shapes:
