@@ -45,6 +45,8 @@
 #   rl-triton; s32-phases, ~1 min: benchmarks/phase_times.py on the long rows; s32-ncu, ~2 min:
 #   warm-L2 stall reasons of the split's passes (discounted returns, TD(lambda), 16 x 262144);
 #   s32-phase1, ~2 min: each pass's time for forced plans of several pipelined chunks a segment;
+#   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
+#   rows against rl-triton through the harness;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
 #   among them), then the classic and massive grids of discounted returns against rl-triton;
 #   native, ~8 min: the compiled replay's build, GPU tests, host-time probe and the GAE rows of
@@ -458,6 +460,13 @@ PY
       timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
         --estimators discounted_returns,td_lambda,traces,prefix_sum,vtrace --peers rl-triton --max-minutes 2.5 \
         --no-plots --tag s32-long-split --out "$OUT" 2>&1 | tail -4 ;;
+    s33-check)
+      # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
+      # TD(lambda)'s long rows (launch._MAP_REDUCE) through the harness against rl-triton
+      gpu_tests 170 "map_reduce or test_long_rows or segment_map_forward_long" gpu_s33.log
+      timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --estimators td_lambda --peers rl-triton --max-minutes 2 \
+        --no-plots --tag s33-td-long --out "$OUT" 2>&1 | tail -4 ;;
     s32-phases)
       # session 32: where a split call's time goes (benchmarks/phase_times.py), ~1 min
       timeout 150 python3 benchmarks/phase_times.py discounted_returns,td_lambda,gae,traces,vtrace \
