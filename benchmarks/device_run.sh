@@ -45,6 +45,7 @@
 #   rl-triton; s32-phases, ~1 min: benchmarks/phase_times.py on the long rows; s32-ncu, ~2 min:
 #   warm-L2 stall reasons of the split's passes (discounted returns, TD(lambda), 16 x 262144);
 #   s32-phase1, ~2 min: each pass's time for forced plans of several pipelined chunks a segment;
+#   s33-interior, ~5 min (carries _ab/s33/base): launch._INTERIOR's GPU tests and A/B;
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
 #   rows against rl-triton through the harness;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
@@ -460,6 +461,15 @@ PY
       timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
         --estimators discounted_returns,td_lambda,traces,prefix_sum,vtrace --peers rl-triton --max-minutes 2.5 \
         --no-plots --tag s32-long-split --out "$OUT" 2>&1 | tail -4 ;;
+    s33-interior)
+      # session 33: launch._INTERIOR (td_lambda_kernel's chunks without tests against T in the
+      # segments before a split row's last): GPU tests of the splits, then an A/B against
+      # _ab/s33/base (carried: `git archive 785cd87 rltriton | tar -x -C _ab/s33/base`)
+      gpu_tests 200 "test_long_rows or map_reduce or seg_flip_split or carry_products_split or nonfinite_default \
+or segment_map_forward_long or (test_grid and (td_lambda or discounted))" gpu_s33_interior.log
+      timeout 200 python3 benchmarks/ab.py _ab/s33/base . --est discounted_returns,td_lambda \
+        --shapes 16x262144,1x1048576,64x65536,4x524288,32x262144,2x1048576,1x262144,128x8192,32x8192,1x8192,16x16384 2>&1 \
+        | tee "$OUT/ab_s33_interior.txt" | grep -v "^$" ;;
     s33-check)
       # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
       # TD(lambda)'s long rows (launch._MAP_REDUCE) through the harness against rl-triton

@@ -191,7 +191,7 @@ def _td_lambda_chunks(
     g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
     out_ptr, s_o_n, s_o_t,
     T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
-    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, tseg,
     HAS_VALUES: tl.constexpr, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
     G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
@@ -204,19 +204,21 @@ def _td_lambda_chunks(
     every value this pass produced (the returns written, or PHASE 1's map) is finite and NaN
     otherwise (the sum of each value times 0), else 0. ``CUT``: see :func:`scan.times`.
     ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
-    :func:`scan.constant_chunk_map`'s reductions instead of a scan."""
+    :func:`scan.constant_chunk_map`'s reductions instead of a scan. ``tseg``: the segment
+    whose steps the chunks' times count from (``seg``, or 0 for pointers already moved to
+    the segment's first step: td_lambda_kernel's ``INTERIOR``); ``seg`` places the summaries."""
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     if CHECK and PHASE != 1:
         # one addend per element of the tile, summed once after the loop (a reduction per
         # chunk would cost a barrier each)
-        _rt0, _rm0, _ts0, mask0 = chunk_tile(seg, SEG, T, 0, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR,
+        _rt0, _rm0, _ts0, mask0 = chunk_tile(tseg, SEG, T, 0, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR,
                                              GROUP_TILES, TM_W)
         acc = tl.zeros(mask0.shape, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
+            tseg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -247,7 +249,7 @@ def _td_lambda_chunks(
                 alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
         beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1 and MAP_REDUCE:
-            t_lo = chunk_start(seg, SEG, i, n_chunks, BLOCK_T)
+            t_lo = chunk_start(tseg, SEG, i, n_chunks, BLOCK_T)
             k = scalar(g_hi, g_lo, DT) * scalar(l_hi, l_lo, DT)
             ca, cb = constant_chunk_map(alpha, beta, ts, t_lo, T, k, BLOCK_T, CUT)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb, CUT)
@@ -290,7 +292,7 @@ def td_lambda_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     LAZY_CUT: tl.constexpr = False, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, EDGE_CARRY: tl.constexpr = False,
-    EXACT_T: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False,
+    EXACT_T: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False, INTERIOR: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -307,7 +309,16 @@ def td_lambda_kernel(
 
     ``EXACT_T`` (``launch._EXACT_T``): a single pass whose one chunk is exactly the row
     (T == BLOCK_T), so T is the constant BLOCK_T and the segment 0: every step's time is then a
-    constant of its register, and the tests t < T and t = T - 1 fold away."""
+    constant of its register, and the tests t < T and t = T - 1 fold away.
+
+    ``INTERIOR`` (``launch._INTERIOR``; the two passes of a time split, one chunk a segment,
+    one row a program, batch-major): a segment whose steps all lie before T - 1 (every
+    segment of a split row but the last) has no masked step, no row end and no bootstrap at
+    T - 1, so its program runs the chunk with the pointers moved to the segment's first step
+    and T the constant 2 BLOCK_T: its times are constants, and every test against T folds
+    away, as with ``EXACT_T`` (a multiple of 16, so that Triton still proves the masks
+    constant over each group of 4 steps and keeps the vector accesses) (``NV_MODE`` 3, ``last_value`` at T - 1 only, is then
+    ``NV_MODE`` 0). The last segment takes the general chunk."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
     if EXACT_T:
@@ -364,15 +375,38 @@ def td_lambda_kernel(
             edge = tl.min(finite.to(tl.int32), 0) != 0
     elif EDGE_CARRY:
         edge = True
+    inside = False
+    if INTERIOR:
+        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
+                         and (GROUP_TILES == 1 or GROUP_TILES == 2) and not LAZY and not EDGE_CARRY,
+                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
+        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+    NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
     # (two whole calls, not one with the run-time test around alpha and cont inside the loop:
     # that form took 75 registers a thread for [64, 128] time-major lanes tiles on 16 warps
     # against these calls' 64, one program an SM instead of two; Triton 3.6)
-    if edge:
+    if inside:
+        # the segment's steps from its first (int64: a time stride may be large); one row a
+        # program, and the grid has R of them, so the row mask is all true
+        t0 = tl.cast(seg, tl.int64) * SEG
+        every = tl.full(row_mask.shape, 1, tl.int1)
+        seg_a, seg_b, check = _td_lambda_chunks(
+            r_ptr + t0 * s_r_t, s_r_n, s_r_t, v_ptr + t0 * s_v_t, s_v_n, s_v_t,
+            term_ptr + t0 * s_term_t, s_term_n, s_term_t, trunc_ptr + t0 * s_trunc_t, s_trunc_n, s_trunc_t,
+            nv_ptr + t0 * s_nv_t, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo,
+            l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo, out_ptr + t0 * s_o_t, s_o_n, s_o_t,
+            2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            rows, every, seg, n_segs, n_chunks, carry, s_sr, s_ss, 0,
+            HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_IN, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W, False,
+            MAP_REDUCE,
+        )
+    elif edge:
         seg_a, seg_b, check = _td_lambda_chunks(
             r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
             out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
-            rows, row_mask, seg, n_segs, n_chunks, edge_carry, s_sr, s_ss,
+            rows, row_mask, seg, n_segs, n_chunks, edge_carry, s_sr, s_ss, seg,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
             ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W, True,
             MAP_REDUCE,
@@ -382,7 +416,7 @@ def td_lambda_kernel(
             r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
             out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
-            rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
+            rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
             ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W, False,
             MAP_REDUCE,
@@ -394,7 +428,7 @@ def td_lambda_kernel(
                 r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n,
                 s_trunc_t, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n,
                 s_l_t, l_hi, l_lo, out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
-                rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss,
+                rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
                 HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
                 ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W, False,
                 MAP_REDUCE,

@@ -1990,6 +1990,23 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
 # 3.8 -> 3.5; 4096-8192 x 8-128 and 16384 x 16 within 0.2 either way. The time-major tiles
 # (Plan.time_major, 32768 x 128) keep the runtime T.
 _EXACT_T = True
+# The segments of a two-pass split before a row's last one (one chunk a segment, one row a
+# program, batch-major) run a chunk with no test against T (td_lambda_kernel's INTERIOR):
+# their times are constants and there is no masked step, row end or bootstrap at T - 1.
+# The kernels of the long split are bound by issued instructions (Nsight Compute, H200,
+# Triton 3.6: PHASE 1 of discounted returns at 16 x 262144 issues on 75% of cycles against
+# a streaming kernel's 15%), and the tests and selects on T were about a quarter of them.
+_INTERIOR = True
+
+
+def _interior(pl: Plan, meta: dict) -> bool:
+    """Whether a call on plan ``pl`` (``meta``: its kernel's settings) takes ``_INTERIOR``'s
+    chunks in the segments before a split row's last: the two-pass split, one chunk a
+    segment, one row a program, batch-major group-form tiles (td_lambda_kernel's
+    ``INTERIOR``)."""
+    return (_INTERIOR and pl.segments > 1 and pl.seg_len == pl.block_t and pl.block_n == 1
+            and not (pl.lookback or pl.coop or pl.time_major or pl.tm_lanes or pl.lanes)
+            and meta.get("GROUP_TILES") in (1, 2))
 
 
 def _map_reduce(pl: Plan, meta: dict, form: str) -> bool:
@@ -2049,7 +2066,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
         lazy = _TD_LAZY_CUT and pl.time_major
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
-                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major}
+                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major,
+                "INTERIOR": not lazy and _interior(pl, meta)}
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
