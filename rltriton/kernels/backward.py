@@ -316,9 +316,10 @@ def td_lambda_kernel(
     segment of a split row but the last) has no masked step, no row end and no bootstrap at
     T - 1, so its program runs the chunk with the pointers moved to the segment's first step
     and T the constant 2 BLOCK_T: its times are constants, and every test against T folds
-    away, as with ``EXACT_T`` (a multiple of 16, so that Triton still proves the masks
-    constant over each group of 4 steps and keeps the vector accesses) (``NV_MODE`` 3, ``last_value`` at T - 1 only, is then
-    ``NV_MODE`` 0). The last segment takes the general chunk."""
+    away, as with ``EXACT_T``; a multiple of 16, so that Triton still proves the masks
+    constant over each group of 4 steps and keeps the vector accesses. ``NV_MODE`` 3
+    (``last_value`` at T - 1 only) is then ``NV_MODE`` 0. The last segment takes the
+    general chunk."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
     if EXACT_T:
