@@ -46,6 +46,8 @@
 #   warm-L2 stall reasons of the split's passes (discounted returns, TD(lambda), 16 x 262144);
 #   s32-phase1, ~2 min: each pass's time for forced plans of several pipelined chunks a segment;
 #   s33-interior, ~5 min (carries _ab/s33/base): launch._INTERIOR's GPU tests and A/B;
+#   s33-interior2, ~7 min (carries _ab/s33/base): the same for all four kernels; s33-long, ~5 min:
+#   the long rows of every estimator against rl-triton;
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
 #   rows against rl-triton through the harness;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
@@ -470,6 +472,18 @@ or segment_map_forward_long or (test_grid and (td_lambda or discounted))" gpu_s3
       timeout 200 python3 benchmarks/ab.py _ab/s33/base . --est discounted_returns,td_lambda \
         --shapes 16x262144,1x1048576,64x65536,4x524288,32x262144,2x1048576,1x262144,128x8192,32x8192,1x8192,16x16384 2>&1 \
         | tee "$OUT/ab_s33_interior.txt" | grep -v "^$" ;;
+    s33-interior2)
+      # session 33: launch._INTERIOR in all four kernels (GAE, TD(lambda), V-trace, forward):
+      # GPU tests of the splits, then an A/B against _ab/s33/base (carried, as s33-interior)
+      gpu_tests 240 "test_interior or test_long_rows or seg_flip_split or carry_products_split \
+or nonfinite_default or segment_map_forward_long or map_reduce" gpu_s33_interior2.log
+      timeout 240 python3 benchmarks/ab.py _ab/s33/base . --est gae,vtrace,traces,prefix_sum,discounted_returns,td_lambda \
+        --shapes 16x262144,1x1048576,64x65536,32x8192,1x262144,128x8192 2>&1 \
+        | tee "$OUT/ab_s33_interior2.txt" | grep -v "^$" ;;
+    s33-long)
+      # session 33: the long rows of every estimator against rl-triton after launch._INTERIOR
+      timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --peers rl-triton --max-minutes 4.5 --no-plots --tag s33-long --out "$OUT" 2>&1 | tail -20 ;;
     s33-check)
       # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
       # TD(lambda)'s long rows (launch._MAP_REDUCE) through the harness against rl-triton

@@ -1890,3 +1890,103 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
         assert seen == [(None, False)], seen
     finally:
         poisoned.clear_caches()
+
+
+INTERIOR_NAMES = ["gae", "td_lambda", "discounted_returns", "vtrace", "traces", "prefix_sum"]
+
+
+def _interior_launches(used) -> list[dict]:
+    """The settings of the split passes recorded by :func:`launches_used`."""
+    return [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
+
+
+def _time_strided(case):
+    """``case`` with its first tensor (rewards, or x) read through a view of time stride 2,
+    NaN between the steps: an interior segment's pointer moves by its first step times the
+    time stride."""
+    x = case.args[0]
+    wide = torch.full((*x.shape[:-1], 2 * x.shape[-1]), float("nan"), dtype=x.dtype)
+    wide[..., ::2] = x
+    case.args = (wide[..., ::2], *case.args[1:])
+    return case
+
+
+def _one_row_segments(monkeypatch, launch) -> None:
+    """Small tiles (:func:`use_small_tiles`) split in one-chunk segments of 32 steps, one
+    row a program (1 warp): the tiles of the GPU's long split rows."""
+    use_small_tiles(monkeypatch, launch, split=True)
+    monkeypatch.setattr(launch, "_MAX_BLOCK_T", 32)
+    monkeypatch.setattr(launch, "_TILE", 32)
+    monkeypatch.setattr(launch, "_SEG_STEPS", 32)
+    monkeypatch.setattr(launch, "_MAX_SEGMENTS", 8)
+
+
+@pytest.mark.parametrize("name", INTERIOR_NAMES)
+@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
+def test_interior(name, bootstrap, monkeypatch, poisoned):
+    """launch._INTERIOR: in a two-pass split of one-chunk segments, one row a program, the
+    segments wholly before T - 1 (the forward kernel: after the first, wholly before T) run
+    their chunk with no test against T, from pointers moved to the segment's start. Against
+    the float64 reference: 32-step segments on one warp (the smallest one-row tile: a
+    thread needs an element), the last segment cut by T (63, 100), whole (128: its last
+    step is T - 1), of one step (97); every flag, each bootstrap form, per-step gamma and lam (their
+    pointers move too), float64, flags stored as floats, a time stride of 2, trailing
+    features (the forward kernel's lanes), both prefix-sum boundaries; and the passes took
+    INTERIOR."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    _one_row_segments(monkeypatch, poisoned)
+    used = launches_used(monkeypatch, poisoned)
+    poisoned.clear_caches()
+    try:
+        pl = poisoned.plan(3, 100)
+        assert pl.segments == 4 and pl.seg_len == pl.block_t == 32 and pl.block_n == 1
+        cases = [make_case(name, (3, 63), bootstrap=bootstrap, seed=61),
+                 make_case(name, (2, 128), bootstrap=bootstrap, seed=62),
+                 make_case(name, (2, 97), bootstrap=bootstrap, flags="terminated", seed=63),
+                 make_case(name, (2, 100), bootstrap=bootstrap, flags="truncated", per_step=True, seed=64),
+                 make_case(name, (2, 63), bootstrap=bootstrap, dtype=torch.float64, seed=65),
+                 make_case(name, (2, 63), bootstrap=bootstrap, flag_dtype=torch.float32, seed=66),
+                 _time_strided(make_case(name, (2, 63), bootstrap=bootstrap, seed=67))]
+        if name in ("traces", "prefix_sum"):
+            cases.append(make_case(name, (2, 63), bootstrap=bootstrap, n_features=(3,), seed=68))
+        for case in cases:
+            used.clear()
+            check(case, "triton")
+            passes = _interior_launches(used)
+            assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), (case.T, passes)
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", INTERIOR_NAMES)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_interior_non_finite(name, bad, monkeypatch, poisoned):
+    """A NaN or inf input inside an interior segment (after an episode end, and late in the
+    row) reaches the outputs as the general chunk lets it (TD(lambda)'s cut keeps it out of
+    the steps before the end): launch._INTERIOR on and off give the same non-finite
+    elements, the others within float32 rounding."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    _one_row_segments(monkeypatch, poisoned)
+    outs = {}
+    for on in (True, False):
+        monkeypatch.setattr(poisoned, "_INTERIOR", on)
+        poisoned.clear_caches()
+        case = make_case(name, (4, 120), flags="both", seed=69)
+        x = case.args[0]
+        flags = case.kwargs.get("terminated", case.kwargs.get("dones"))
+        if flags is None:  # (prefix sums: the flags are the second argument)
+            flags = case.args[1]
+        for row in range(4):
+            ends = flags[row].nonzero().flatten().tolist()
+            for t in [e + 1 for e in ends if 33 <= e + 1 < 90][:1] + [70 + row]:
+                x[row, t] = bad
+        outs[on] = [o.clone() for o in case(backend="triton")]
+    poisoned.clear_caches()
+    for a, b in zip(outs[True], outs[False]):
+        assert torch.equal(a.isfinite(), b.isfinite())
+        fin = a.isfinite()
+        assert torch.equal(a[~fin].isnan(), b[~fin].isnan())
+        assert torch.allclose(a[fin], b[fin], rtol=1e-5, atol=1e-5)
+    assert not outs[True][0].isfinite().all()  # the poison reached some outputs

@@ -712,6 +712,29 @@ def test_map_reduce(shape, name, gamma, lam, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "traces", "prefix_sum"])
+@pytest.mark.parametrize("shape", [(16, 262144), (1, 1048576), (3, 100003)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("form", ["last_value", "bootstrap_values", "none", "per_step"])
+def test_interior(shape, name, form, monkeypatch):
+    """launch._INTERIOR on the GPU's long split rows (2048- and 1024-step segments, a last one
+    cut by T at 100003 steps), against float64: the bootstrap forms, per-step gamma and lam,
+    with both passes launched with it."""
+    from rltriton.kernels import launch
+
+    used = []
+    specs = launch.launch_specs
+    monkeypatch.setattr(launch, "launch_specs", lambda *a, **k: used.append(specs(*a, **k)) or used[-1])
+    launch.clear_caches()
+    try:
+        kw = dict(per_step=True) if form == "per_step" else dict(bootstrap=form)
+        case = on_gpu(make_case(name, shape, seed=13, **kw))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} interior {form}")
+        passes = [kw for launches, _s in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
+        assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), passes
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_carry_products_split(shape, name, monkeypatch):

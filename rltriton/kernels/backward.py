@@ -106,11 +106,13 @@ def gae_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, MAP_REDUCE: tl.constexpr = False,
+    INTERIOR: tl.constexpr = False,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V.
     ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
     :func:`scan.constant_chunk_map`'s reductions instead of a scan (uncut: a non-finite
-    alpha past an episode's end reaches the map as 0 * x, as in the scan)."""
+    alpha past an episode's end reaches the map as 0 * x, as in the scan). ``INTERIOR``:
+    see :func:`td_lambda_kernel`."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
     s_r_n = aligned(s_r_n, ROW_DIV)
@@ -139,12 +141,66 @@ def gae_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
+    inside = False
+    if INTERIOR:
+        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
+                         and (GROUP_TILES == 1 or GROUP_TILES == 2),
+                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
+        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+    NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
+    if inside:
+        # (td_lambda_kernel's INTERIOR: pointers at the segment's first step, T a constant)
+        t0 = tl.cast(seg, tl.int64) * SEG
+        seg_a, seg_b = _gae_chunks(
+            r_ptr + t0 * s_r_t, s_r_n, s_r_t, v_ptr + t0 * s_v_t, s_v_n, s_v_t,
+            term_ptr + t0 * s_term_t, s_term_n, s_term_t, trunc_ptr + t0 * s_trunc_t, s_trunc_n, s_trunc_t,
+            nv_ptr + t0 * s_nv_t, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo,
+            l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo,
+            adv_ptr + t0 * s_a_t, s_a_n, s_a_t, tgt_ptr + t0 * s_o_t, s_o_n, s_o_t,
+            2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            rows, tl.full(row_mask.shape, 1, tl.int1), seg, n_segs, n_chunks, carry, s_sr, s_ss, 0,
+            HAS_TERM, HAS_TRUNC, NV_IN, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, SEG_GROUPS, TM_W, MAP_REDUCE,
+        )
+    else:
+        seg_a, seg_b = _gae_chunks(
+            r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+            term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+            nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            adv_ptr, s_a_n, s_a_t, tgt_ptr, s_o_n, s_o_t,
+            T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
+            HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, SEG_GROUPS, TM_W, MAP_REDUCE,
+        )
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+
+
+@triton.jit
+def _gae_chunks(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    adv_ptr, s_a_n, s_a_t, tgt_ptr, s_o_n, s_o_t,
+    T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, tseg,
+    HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr,
+    SEG_MAP_FWD: tl.constexpr, CARRY_PROD: tl.constexpr, SEG_GROUPS: tl.constexpr, TM_W: tl.constexpr,
+    MAP_REDUCE: tl.constexpr,
+):
+    """GAE's chunk loop over one program's segment, from ``carry``: writes the advantages and
+    targets (PHASE 0/2) and returns the segment's map (seg_a, seg_b) (PHASE 1). ``tseg``: as
+    in :func:`_td_lambda_chunks`."""
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
+            tseg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -162,7 +218,7 @@ def gae_kernel(
         if GROUP_TILES == 3:  # rows one after another: a row's end ignores the next row (scan.chunk_tile)
             beta = tl.where(ts == T - 1, 0.0, beta)
         if PHASE == 1 and MAP_REDUCE:
-            t_lo = chunk_start(seg, SEG, i, n_chunks, BLOCK_T)
+            t_lo = chunk_start(tseg, SEG, i, n_chunks, BLOCK_T)
             k = scalar(g_hi, g_lo, DT) * scalar(l_hi, l_lo, DT)
             ca, cb = constant_chunk_map(alpha, beta, ts, t_lo, T, k, BLOCK_T)
             seg_a, seg_b = compose(seg_a, seg_b, ca, cb)
@@ -180,7 +236,7 @@ def gae_kernel(
             adv = group_order(adv, r)
             tl.store(adv_ptr + rows_t * s_a_n + t_off(ts, s_a_t), adv, mask=mask)
             tl.store(tgt_ptr + rows_t * s_o_n + t_off(ts, s_o_t), adv + v, mask=mask)
-    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    return seg_a, seg_b
 
 
 @triton.jit
@@ -452,11 +508,11 @@ def vtrace_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr = 1,
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
-    supplies in registers (no store-and-reload)."""
+    supplies in registers (no store-and-reload). ``INTERIOR``: see :func:`td_lambda_kernel`."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
     s_r_n = aligned(s_r_n, ROW_DIV)
@@ -487,6 +543,62 @@ def vtrace_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
+    inside = False
+    if INTERIOR:
+        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
+                         and (GROUP_TILES == 1 or GROUP_TILES == 2),
+                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
+        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+    NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
+    if inside:
+        # (td_lambda_kernel's INTERIOR: pointers at the segment's first step, T a constant)
+        t0 = tl.cast(seg, tl.int64) * SEG
+        seg_a, seg_b = _vtrace_chunks(
+            r_ptr + t0 * s_r_t, s_r_n, s_r_t, v_ptr + t0 * s_v_t, s_v_n, s_v_t,
+            term_ptr + t0 * s_term_t, s_term_n, s_term_t, trunc_ptr + t0 * s_trunc_t, s_trunc_n, s_trunc_t,
+            nv_ptr + t0 * s_nv_t, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo,
+            l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo,
+            lr_ptr + t0 * s_lr_t, s_lr_n, s_lr_t, rho_hi, rho_lo, c_hi, c_lo, pg_hi, pg_lo,
+            vs_ptr + t0 * s_vs_t, s_vs_n, s_vs_t, pg_ptr + t0 * s_pg_t, s_pg_n, s_pg_t,
+            2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            rows, tl.full(row_mask.shape, 1, tl.int1), seg, n_segs, n_chunks, carry, s_sr, s_ss, 0,
+            HAS_TERM, HAS_TRUNC, NV_IN, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, SEG_GROUPS, TM_W,
+        )
+    else:
+        seg_a, seg_b = _vtrace_chunks(
+            r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+            term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+            nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            lr_ptr, s_lr_n, s_lr_t, rho_hi, rho_lo, c_hi, c_lo, pg_hi, pg_lo,
+            vs_ptr, s_vs_n, s_vs_t, pg_ptr, s_pg_n, s_pg_t,
+            T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
+            HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, SEG_GROUPS, TM_W,
+        )
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+
+
+@triton.jit
+def _vtrace_chunks(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    lr_ptr, s_lr_n, s_lr_t, rho_hi, rho_lo, c_hi, c_lo, pg_hi, pg_lo,
+    vs_ptr, s_vs_n, s_vs_t, pg_ptr, s_pg_n, s_pg_t,
+    T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, tseg,
+    HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr,
+    SEG_MAP_FWD: tl.constexpr, CARRY_PROD: tl.constexpr, SEG_GROUPS: tl.constexpr, TM_W: tl.constexpr,
+):
+    """V-trace's chunk loop over one program's segment, from ``carry``: writes vs and the
+    policy-gradient advantages (PHASE 0/2) and returns the segment's map (seg_a, seg_b)
+    (PHASE 1). ``tseg``: as in :func:`_td_lambda_chunks`."""
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
@@ -495,7 +607,7 @@ def vtrace_kernel(
     pg_bar = scalar(pg_hi, pg_lo, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
+            tseg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
             g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
@@ -531,7 +643,7 @@ def vtrace_kernel(
             q = tl.where(inside, q_in, r + gk * nv)
             tl.store(vs_ptr + rows_t * s_vs_n + t_off(ts, s_vs_t), v + d, mask=mask)
             tl.store(pg_ptr + rows_t * s_pg_n + t_off(ts, s_pg_t), clip_max(ratio, pg_bar) * (q - v), mask=mask)
-    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    return seg_a, seg_b
 
 
 @triton.jit

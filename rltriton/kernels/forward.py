@@ -45,11 +45,18 @@ def forward_kernel(
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row). ``TM_W`` > 0: a
     time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
-    feature, ``launch._TM_LANES``)."""
+    feature, ``launch._TM_LANES``).
+
+    ``INTERIOR`` (``launch._INTERIOR``; the two passes of a time split, one chunk a segment,
+    one lane a program, batch-major): a segment after the row's first and wholly before T
+    has no masked step and reads every flag at t - 1, so its program runs the chunk with
+    the pointers moved to the segment's first step and T the constant 2 BLOCK_T (a
+    multiple of 16: Triton keeps the vector accesses): its times are constants and the
+    tests against T and 0 fold away (as in ``backward.td_lambda_kernel``)."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
     s_x_n = aligned(s_x_n, ROW_DIV)
@@ -83,12 +90,56 @@ def forward_kernel(
         if not ONE_CHUNK:  # else scan_step reads the summaries, after the tile's loads
             carry = segment_carry_in(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, n_segs, carry, False,
                                      S_BLOCK, TIME_MAJOR, CARRY_PROD)
+    inside = False
+    if INTERIOR:
+        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR and TM_W == 0,
+                         "INTERIOR: a two-pass split of one-lane tiles, one chunk a segment")
+        inside = (seg > 0) & (seg * SEG + BLOCK_T <= T)  # steps 1 <= t < T only
+    if inside:
+        t0 = tl.cast(seg, tl.int64) * SEG
+        seg_a, seg_b = _forward_chunks(
+            x_ptr + t0 * s_x_t, s_x_t, d_ptr + t0 * s_d_t, s_d_n, s_d_t,
+            g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo, l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo,
+            out_ptr + t0 * s_o_t, s_o_t, 2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            lanes, tl.full(lane_mask.shape, 1, tl.int1), rows * s_x_n + feats * s_x_f, rows,
+            rows * s_o_n + feats * s_o_f, seg, n_segs, n_chunks, carry, s_sr, s_ss, 0, -16,
+            KIND, HAS_DONES, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, ONE_CHUNK, TIME_MAJOR,
+            STAGES, CARRY_PROD, TM_W,
+        )
+    else:
+        seg_a, seg_b = _forward_chunks(
+            x_ptr, s_x_t, d_ptr, s_d_n, s_d_t, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            out_ptr, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            lanes, lane_mask, rows * s_x_n + feats * s_x_f, rows, rows * s_o_n + feats * s_o_f,
+            seg, n_segs, n_chunks, carry, s_sr, s_ss, seg, 1,
+            KIND, HAS_DONES, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, ONE_CHUNK, TIME_MAJOR,
+            STAGES, CARRY_PROD, TM_W,
+        )
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, seg_a, seg_b, PHASE)
+
+
+@triton.jit
+def _forward_chunks(
+    x_ptr, s_x_t, d_ptr, s_d_n, s_d_t, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    out_ptr, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+    lanes, lane_mask, x_lane, rows, o_lane, seg, n_segs, n_chunks, carry, s_sr, s_ss, tseg, t_first,
+    KIND: tl.constexpr, HAS_DONES: tl.constexpr, G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr, CARRY_PROD: tl.constexpr,
+    TM_W: tl.constexpr,
+):
+    """The chunk loop of one program's segment, from ``carry``: writes z (PHASE 0/2) and
+    returns the segment's map (seg_a, seg_b) (PHASE 1). ``x_lane`` / ``o_lane``: each lane's
+    offset into x and out; ``tseg``: the segment whose steps the times count from (``seg``,
+    or 0 for pointers already moved to the segment's first step), ``seg`` places the
+    summaries; a flag read at t - 1 needs t >= ``t_first`` (1, or below 0 for a segment
+    whose step before it is the previous segment's last)."""
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
-        ts = segment_chunk(seg, SEG, i, BLOCK_T, TM_W)
+        ts = segment_chunk(tseg, SEG, i, BLOCK_T, TM_W)
         mask = lane_mask & (ts < T)
-        x = tl.load(x_ptr + rows * s_x_n + ts * s_x_t + feats * s_x_f, mask=mask, other=0.0).to(DT)
+        x = tl.load(x_ptr + x_lane + ts * s_x_t, mask=mask, other=0.0).to(DT)
         beta = tl.full(x.shape, 1.0, DT)
         if KIND == 0:
             g = load_coef(g_ptr, g_hi, g_lo, rows, ts, s_g_n, s_g_t, mask, G_TENSOR, DT)
@@ -98,7 +149,7 @@ def forward_kernel(
             if KIND == 2:
                 d = load_flag(d_ptr, rows, ts, s_d_n, s_d_t, mask)
             else:
-                d = load_flag(d_ptr, rows, ts - 1, s_d_n, s_d_t, mask & (ts >= 1))
+                d = load_flag(d_ptr, rows, ts - 1, s_d_n, s_d_t, mask & (ts >= t_first))
             beta = tl.where(d, 0.0, beta)
         alpha = tl.where(mask, x, 0.0)
         beta = tl.where(mask, beta, 1.0)
@@ -110,5 +161,5 @@ def forward_kernel(
                 alpha, beta, carry, state_ptr, sum_a_ptr, sum_b_ptr, incl_ptr, s_sr, s_ss, lanes, lane_mask, seg,
                 n_segs, PHASE, False, S_BLOCK, ONE_CHUNK, False, TIME_MAJOR, CARRY_PROD, TM_W=TM_W,
             )
-            tl.store(out_ptr + rows * s_o_n + ts * s_o_t + feats * s_o_f, z, mask=mask)
-    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, lanes, lane_mask, seg, seg_a, seg_b, PHASE)
+            tl.store(out_ptr + o_lane + ts * s_o_t, z, mask=mask)
+    return seg_a, seg_b

@@ -1991,7 +1991,8 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
 # (Plan.time_major, 32768 x 128) keep the runtime T.
 _EXACT_T = True
 # The segments of a two-pass split before a row's last one (one chunk a segment, one row a
-# program, batch-major) run a chunk with no test against T (td_lambda_kernel's INTERIOR):
+# program, batch-major) run a chunk with no test against T (the INTERIOR of td_lambda_kernel,
+# gae_kernel, vtrace_kernel and forward_kernel):
 # their times are constants and there is no masked step, row end or bootstrap at T - 1.
 # The kernels of the long split are bound by issued instructions (Nsight Compute, H200,
 # Triton 3.6: PHASE 1 of discounted returns at 16 x 262144 issues on 75% of cycles against
@@ -1999,14 +2000,15 @@ _EXACT_T = True
 _INTERIOR = True
 
 
-def _interior(pl: Plan, meta: dict) -> bool:
+def _interior(pl: Plan, meta: dict, forward: bool = False) -> bool:
     """Whether a call on plan ``pl`` (``meta``: its kernel's settings) takes ``_INTERIOR``'s
     chunks in the segments before a split row's last: the two-pass split, one chunk a
-    segment, one row a program, batch-major group-form tiles (td_lambda_kernel's
-    ``INTERIOR``)."""
+    segment, one row (lane) a program, batch-major tiles, for the backward kernels in group
+    form (the ``INTERIOR`` of td_lambda_kernel, gae_kernel, vtrace_kernel and, with
+    ``forward``, forward_kernel, whose interior segments also leave out the first)."""
     return (_INTERIOR and pl.segments > 1 and pl.seg_len == pl.block_t and pl.block_n == 1
             and not (pl.lookback or pl.coop or pl.time_major or pl.tm_lanes or pl.lanes)
-            and meta.get("GROUP_TILES") in (1, 2))
+            and (forward or meta.get("GROUP_TILES") in (1, 2)))
 
 
 def _map_reduce(pl: Plan, meta: dict, form: str) -> bool:
@@ -2054,6 +2056,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind in ("gae", "td_lambda") and _map_reduce(pl, meta, split_form):
         meta = {**meta, "MAP_REDUCE": True}
+    if kind in ("gae", "vtrace"):
+        meta = {**meta, "INTERIOR": _interior(pl, meta)}
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)
@@ -2172,5 +2176,6 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
                   long_split=_LONG_SPLIT.get("forward"))
     if pl.tm_lanes:
         meta["TM_W"] = pl.num_warps
+    meta["INTERIOR"] = _interior(pl, meta, forward=True)
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
