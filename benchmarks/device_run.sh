@@ -48,6 +48,7 @@
 #   s33-interior, ~5 min (carries _ab/s33/base): launch._INTERIOR's GPU tests and A/B;
 #   s33-interior2, ~7 min (carries _ab/s33/base): the same for all four kernels; s33-long, ~5 min:
 #   the long rows of every estimator against rl-triton;
+#   s33-sweep, ~5 min: one-chunk split tiles of long rows after launch._INTERIOR;
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
 #   rows against rl-triton through the harness;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
@@ -484,6 +485,13 @@ or nonfinite_default or segment_map_forward_long or map_reduce" gpu_s33_interior
       # session 33: the long rows of every estimator against rl-triton after launch._INTERIOR
       timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
         --peers rl-triton --max-minutes 4.5 --no-plots --tag s33-long --out "$OUT" 2>&1 | tail -20 ;;
+    s33-sweep)
+      # session 33: which one-chunk split segments win now that their chunks run without tests
+      # against T (launch._INTERIOR), long rows, five kernels
+      for e in discounted_returns td_lambda vtrace gae traces; do
+        SWEEP_TILES=512:2,1024:2,1024:4,2048:4,2048:8,1024:8 SWEEP_ONE_CHUNK_SEGS=1 timeout 55 \
+          python3 benchmarks/sweep.py $e 16x262144,1x1048576 2>&1 | grep -v "^ *skip"
+      done | tee "$OUT/sweep_s33.txt" | grep -i "best\|default\|^[a-z]" | head -60 ;;
     s33-check)
       # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
       # TD(lambda)'s long rows (launch._MAP_REDUCE) through the harness against rl-triton
