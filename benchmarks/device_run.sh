@@ -49,6 +49,7 @@
 #   s33-interior2, ~7 min (carries _ab/s33/base): the same for all four kernels; s33-long, ~5 min:
 #   the long rows of every estimator against rl-triton;
 #   s33-sweep, ~5 min: one-chunk split tiles of long rows after launch._INTERIOR;
+#   s33-split, ~3 min (carries _ab/s33/interior): launch._LONG_SPLIT's A/B after _INTERIOR;
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
 #   rows against rl-triton through the harness;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
@@ -492,6 +493,13 @@ or nonfinite_default or segment_map_forward_long or map_reduce" gpu_s33_interior
         SWEEP_TILES=512:2,1024:2,1024:4,2048:4,2048:8,1024:8 SWEEP_ONE_CHUNK_SEGS=1 timeout 55 \
           python3 benchmarks/sweep.py $e 16x262144,1x1048576 2>&1 | grep -v "^ *skip"
       done | tee "$OUT/sweep_s33.txt" | grep -i "best\|default\|^[a-z]" | head -60 ;;
+    s33-split)
+      # session 33: launch._LONG_SPLIT after launch._INTERIOR (s33-sweep): rows of 262144 steps
+      # back on 1024-step segments (discounted returns, forward kernel), GAE on 2048 steps and
+      # 4 warps past 262144; an A/B against _ab/s33/interior (carried: git archive 317dba6)
+      timeout 200 python3 benchmarks/ab.py _ab/s33/interior . --est discounted_returns,traces,prefix_sum,gae \
+        --shapes 16x262144,1x1048576,32x262144,4x524288,2x1048576,1x262144 2>&1 \
+        | tee "$OUT/ab_s33_split.txt" | grep -v "^$" ;;
     s33-check)
       # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
       # TD(lambda)'s long rows (launch._MAP_REDUCE) through the harness against rl-triton

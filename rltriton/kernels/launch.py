@@ -140,8 +140,8 @@ _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # V-trace 28.1 -> 25.5), but lost at 1 x 262144 (5.3 -> 6.5, 4.6 -> 5.1), whose 128 segments
 # of 2048 steps are fewer programs than SMs: the rule needs _LONG_SPLIT_MIN_PROGRAMS programs
 # an SM (1 x 262144: 0.97; 1 x 1048576, the fewest that gained: 3.9).
-_LONG_SPLIT = {"discounted_returns": ((2048, 4), 262144), "forward": ((2048, 4), 262144),
-               "td_lambda": ((2048, 4), 262145), "vtrace": ((2048, 8), 262145)}
+_LONG_SPLIT = {"discounted_returns": ((2048, 4), 262145), "forward": ((2048, 4), 262145),
+               "td_lambda": ((2048, 4), 262145), "vtrace": ((2048, 8), 262145), "gae": ((2048, 4), 262145)}
 _LONG_SPLIT_MAX_T = 1 << 20
 _LONG_SPLIT_MIN_PROGRAMS = 2.0
 # PHASE 1 of a time split on batch-major tiles with scalar gamma and lam in float32, for the
