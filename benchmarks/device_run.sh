@@ -50,6 +50,7 @@
 #   the long rows of every estimator against rl-triton;
 #   s33-sweep, ~5 min: one-chunk split tiles of long rows after launch._INTERIOR;
 #   s33-split, ~3 min (carries _ab/s33/interior): launch._LONG_SPLIT's A/B after _INTERIOR;
+#   s33-gae, ~2 min: the GPU tests of GAE's long split on 2048 steps and 4 warps;
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
 #   rows against rl-triton through the harness;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
@@ -500,6 +501,10 @@ or nonfinite_default or segment_map_forward_long or map_reduce" gpu_s33_interior
       timeout 200 python3 benchmarks/ab.py _ab/s33/interior . --est discounted_returns,traces,prefix_sum,gae \
         --shapes 16x262144,1x1048576,32x262144,4x524288,2x1048576,1x262144 2>&1 \
         | tee "$OUT/ab_s33_split.txt" | grep -v "^$" ;;
+    s33-gae)
+      # session 33: GAE's long split on 2048-step segments and 4 warps (launch._LONG_SPLIT)
+      gpu_tests 150 "gae and (test_long_rows or test_interior or map_reduce or seg_flip_split \
+or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s33_gae.log ;;
     s33-check)
       # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
       # TD(lambda)'s long rows (launch._MAP_REDUCE) through the harness against rl-triton

@@ -462,7 +462,8 @@ def test_long_split_plans(name, monkeypatch, poisoned):
     """Split rows of 262144 steps (2^18 + 1 for TD(lambda) and V-trace) to 2^20 take the
     form's one-chunk segments of launch._LONG_SPLIT: 2048 steps on 4 warps for discounted
     returns (TD(lambda)'s kernel without values), the forward kernel (traces, prefix sums) and
-    TD(lambda), 2048 on 8 for V-trace; GAE keeps launch._SHORT_SPLIT's and the default's. Rows
+    TD(lambda), 2048 on 8 for V-trace, and past 262144 steps 2048 on 4 for GAE (session 33,
+    after launch._INTERIOR; at 262144 it keeps launch._SHORT_SPLIT's). Rows
     outside those bounds, rows whose segments would be fewer than _LONG_SPLIT_MIN_PROGRAMS
     programs an SM (1 x 262144: 128 segments of 2048 steps, slower than 256 of 1024 on the
     H200), time-major rows and rows not split keep their plans. The launcher passes the entry
@@ -480,7 +481,7 @@ def test_long_split_plans(name, monkeypatch, poisoned):
               "forward": ((2048, 4, 128, 2048), (2048, 4, 512, 2048)),
               "td_lambda": ((1024, 4, 256, 1024), (2048, 4, 512, 2048)),
               "vtrace": ((1024, 4, 256, 1024), (2048, 8, 512, 2048)),
-              "gae": ((1024, 4, 256, 1024), (2048, 8, 512, 2048))}[form]
+              "gae": ((1024, 4, 256, 1024), (2048, 4, 512, 2048))}[form]
     assert (got((16, 262144)), got((1, 1 << 20))) == expect
     assert got((16, 262144), None) == (1024, 4, 256, 1024)  # without the entry: _SHORT_SPLIT
     assert got((2, 262144)) == got((2, 262144), None)  # 256 programs: 1.94 an SM

@@ -140,7 +140,11 @@ _LONG_ROWS = {"vtrace": (4, 1024, 4), "retrace": (8, 1024, 8)}
 # V-trace 28.1 -> 25.5), but lost at 1 x 262144 (5.3 -> 6.5, 4.6 -> 5.1), whose 128 segments
 # of 2048 steps are fewer programs than SMs: the rule needs _LONG_SPLIT_MIN_PROGRAMS programs
 # an SM (1 x 262144: 0.97; 1 x 1048576, the fewest that gained: 3.9).
-_LONG_SPLIT = {"discounted_returns": ((2048, 4), 262145), "forward": ((2048, 4), 262145),
+# Session 33, after _INTERIOR (benchmarks/ab.py, 2026-12-03-h200-s33-ab-split.txt): GAE
+# past 262144 steps too, us: 1 x 1048576 9.6 -> 8.9, 4 x 524288 14.9 -> 14.2, 2 x 1048576
+# 14.8 -> 14.6; rows of 262144 steps stay on 2048-step segments where they take them
+# (back on 1024: discounted returns 16 x 262144 18.1 -> 20.0, traces 16.1 -> 17.8).
+_LONG_SPLIT = {"discounted_returns": ((2048, 4), 262144), "forward": ((2048, 4), 262144),
                "td_lambda": ((2048, 4), 262145), "vtrace": ((2048, 8), 262145), "gae": ((2048, 4), 262145)}
 _LONG_SPLIT_MAX_T = 1 << 20
 _LONG_SPLIT_MIN_PROGRAMS = 2.0
