@@ -51,6 +51,7 @@
 #   s33-sweep, ~5 min: one-chunk split tiles of long rows after launch._INTERIOR;
 #   s33-split, ~3 min (carries _ab/s33/interior): launch._LONG_SPLIT's A/B after _INTERIOR;
 #   s33-gae, ~2 min: the GPU tests of GAE's long split on 2048 steps and 4 warps;
+#   s33-retrace, ~4 min (carries _ab/s33/pre): launch._INTERIOR for Retrace, GPU tests, A/B, long rows;
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
 #   rows against rl-triton through the harness;
 #   s28-verify, ~6 min: the GPU tests of TD(lambda)'s kernel (launch._DR_SHORT_TILES and _EXACT_T
@@ -505,6 +506,17 @@ or nonfinite_default or segment_map_forward_long or map_reduce" gpu_s33_interior
       # session 33: GAE's long split on 2048-step segments and 4 warps (launch._LONG_SPLIT)
       gpu_tests 150 "gae and (test_long_rows or test_interior or map_reduce or seg_flip_split \
 or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s33_gae.log ;;
+    s33-retrace)
+      # session 33: launch._INTERIOR for Retrace (both forms): GPU tests, an A/B against
+      # _ab/s33/pre (carried: git archive 1da5398), the long rows of both forms against rl-triton
+      gpu_tests 150 "retrace and (test_interior or test_long_rows or seg_flip_split or carry_products_split)" \
+        gpu_s33_retrace.log
+      timeout 100 python3 benchmarks/ab.py _ab/s33/pre . --est retrace,retrace_av \
+        --shapes 16x262144,1x1048576,64x65536,32x8192,1x262144,128x8192 2>&1 \
+        | tee "$OUT/ab_s33_retrace.txt" | grep -v "^$"
+      timeout 120 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --estimators retrace,retrace_av --peers rl-triton --max-minutes 1.5 --no-plots --tag s33-long-retrace \
+        --out "$OUT" 2>&1 | tail -5 ;;
     s33-check)
       # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
       # TD(lambda)'s long rows (launch._MAP_REDUCE) through the harness against rl-triton

@@ -1893,7 +1893,7 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
-INTERIOR_NAMES = ["gae", "td_lambda", "discounted_returns", "vtrace", "traces", "prefix_sum"]
+INTERIOR_NAMES = ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum"]
 
 
 def _interior_launches(used) -> list[dict]:
@@ -1932,8 +1932,8 @@ def test_interior(name, bootstrap, monkeypatch, poisoned):
     thread needs an element), the last segment cut by T (63, 100), whole (128: its last
     step is T - 1), of one step (97); every flag, each bootstrap form, per-step gamma and lam (their
     pointers move too), float64, flags stored as floats, a time stride of 2, trailing
-    features (the forward kernel's lanes), both prefix-sum boundaries; and the passes took
-    INTERIOR."""
+    features (the forward kernel's lanes), both prefix-sum boundaries, Retrace's lagged and
+    direct kernel forms; and the passes took INTERIOR."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     _one_row_segments(monkeypatch, poisoned)
@@ -1951,11 +1951,18 @@ def test_interior(name, bootstrap, monkeypatch, poisoned):
                  _time_strided(make_case(name, (2, 63), bootstrap=bootstrap, seed=67))]
         if name in ("traces", "prefix_sum"):
             cases.append(make_case(name, (2, 63), bootstrap=bootstrap, n_features=(3,), seed=68))
-        for case in cases:
-            used.clear()
-            check(case, "triton")
-            passes = _interior_launches(used)
-            assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), (case.T, passes)
+        # Retrace in its other kernel form too (launch._RETRACE_LAGGED: lagged for the action
+        # form, direct for the sampled one by default)
+        forms = (poisoned._RETRACE_LAGGED, frozenset({"actions", "sampled"}) - poisoned._RETRACE_LAGGED) \
+            if name.startswith("retrace") else (poisoned._RETRACE_LAGGED,)
+        for lagged in forms:
+            monkeypatch.setattr(poisoned, "_RETRACE_LAGGED", lagged)
+            poisoned.clear_caches()
+            for case in cases:
+                used.clear()
+                check(case, "triton")
+                passes = _interior_launches(used)
+                assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), (case.T, passes)
     finally:
         poisoned.clear_caches()
 

@@ -712,7 +712,8 @@ def test_map_reduce(shape, name, gamma, lam, monkeypatch):
         launch.clear_caches()
 
 
-@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "traces", "prefix_sum"])
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces",
+                                  "prefix_sum"])
 @pytest.mark.parametrize("shape", [(16, 262144), (1, 1048576), (3, 100003)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("form", ["last_value", "bootstrap_values", "none", "per_step"])
 def test_interior(shape, name, form, monkeypatch):

@@ -748,7 +748,7 @@ def retrace_kernel(
     AV_VEC: tl.constexpr = 0, SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
     TM_W: tl.constexpr = 0,
-    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1,
+    ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -765,6 +765,8 @@ def retrace_kernel(
     (inside: t + 1 < T and not done; elsewhere D_t = r_t - Q_t + g_t (1-term_t) nv_t with
     nv_t the bootstrap, or 0). The lagged scan gives H_{t+1} beside H_t, so nothing is read
     at t + 1: the action form evaluates its expectation once per step instead of twice.
+
+    ``INTERIOR``: see :func:`td_lambda_kernel`.
     """
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
@@ -804,13 +806,76 @@ def retrace_kernel(
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
+    inside = False
+    if INTERIOR:
+        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
+                         and (GROUP_TILES == 1 or GROUP_TILES == 2),
+                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
+        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+    NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
+    if inside:
+        # (td_lambda_kernel's INTERIOR: pointers at the segment's first step, T a constant)
+        t0 = tl.cast(seg, tl.int64) * SEG
+        seg_a, seg_b = _retrace_chunks(
+            r_ptr + t0 * s_r_t, s_r_n, s_r_t, v_ptr + t0 * s_v_t, s_v_n, s_v_t,
+            term_ptr + t0 * s_term_t, s_term_n, s_term_t, trunc_ptr + t0 * s_trunc_t, s_trunc_n, s_trunc_t,
+            nv_ptr + t0 * s_nv_t, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo,
+            l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo,
+            q_ptr + t0 * s_q_t, s_q_n, s_q_t, lr_ptr + t0 * s_lr_t, s_lr_n, s_lr_t, c_hi, c_lo,
+            av_ptr + t0 * s_av_t, s_av_n, s_av_t, s_av_a, pi_ptr + t0 * s_pi_t, s_pi_n, s_pi_t, s_pi_a,
+            act_ptr + t0 * s_act_t, s_act_n, s_act_t, A,
+            qt_ptr + t0 * s_qt_t, s_qt_n, s_qt_t, adv_ptr + t0 * s_a_t, s_a_n, s_a_t,
+            2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            rows, tl.full(row_mask.shape, 1, tl.int1), seg, n_segs, n_chunks, carry, s_sr, s_ss, 0,
+            HAS_TERM, HAS_TRUNC, NV_IN, G_TENSOR, L_TENSOR, ACTION_FORM, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, LAGGED, STAGES, AV_VEC, SEG_MAP_FWD, CARRY_PROD, SEG_GROUPS, TM_W,
+        )
+    else:
+        seg_a, seg_b = _retrace_chunks(
+            r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+            term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+            nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+            q_ptr, s_q_n, s_q_t, lr_ptr, s_lr_n, s_lr_t, c_hi, c_lo,
+            av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+            act_ptr, s_act_n, s_act_t, A,
+            qt_ptr, s_qt_n, s_qt_t, adv_ptr, s_a_n, s_a_t,
+            T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
+            HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, ACTION_FORM, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, LAGGED, STAGES, AV_VEC, SEG_MAP_FWD, CARRY_PROD, SEG_GROUPS, TM_W,
+        )
+    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+
+
+@triton.jit
+def _retrace_chunks(
+    r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t,
+    term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
+    nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n,
+    g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n, s_l_t, l_hi, l_lo,
+    q_ptr, s_q_n, s_q_t, lr_ptr, s_lr_n, s_lr_t, c_hi, c_lo,
+    av_ptr, s_av_n, s_av_t, s_av_a, pi_ptr, s_pi_n, s_pi_t, s_pi_a,
+    act_ptr, s_act_n, s_act_t, A,
+    qt_ptr, s_qt_n, s_qt_t, adv_ptr, s_a_n, s_a_t,
+    T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+    rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, tseg,
+    HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr, NV_MODE: tl.constexpr,
+    G_TENSOR: tl.constexpr, L_TENSOR: tl.constexpr, ACTION_FORM: tl.constexpr, DT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, S_BLOCK: tl.constexpr,
+    ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, LAGGED: tl.constexpr,
+    STAGES: tl.constexpr, AV_VEC: tl.constexpr, SEG_MAP_FWD: tl.constexpr, CARRY_PROD: tl.constexpr,
+    SEG_GROUPS: tl.constexpr, TM_W: tl.constexpr,
+):
+    """Retrace's chunk loop over one program's segment, from ``carry``: writes the Q targets
+    and advantages (PHASE 0/2) and returns the segment's map (seg_a, seg_b) (PHASE 1).
+    ``tseg``: as in :func:`_td_lambda_chunks`."""
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
     c_bar = scalar(c_hi, c_lo, DT)
     for i in tl.range(n_chunks, num_stages=STAGES):
         rows_t, row_mask_t, ts, mask = chunk_tile(
-            seg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
+            tseg, SEG, T, i, n_chunks, rows, row_mask, BLOCK_T, TIME_MAJOR, GROUP_TILES, TM_W)
         has_next = mask & (ts + 1 < T)
         trunc, done, g, lm, gk = _prologue(
             term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n, s_trunc_t,
@@ -894,4 +959,4 @@ def retrace_kernel(
                 d = group_order(d, r)
                 tl.store(qt_ptr + rows_t * s_qt_n + t_off(ts, s_qt_t), q + d, mask=mask)
                 tl.store(adv_ptr + rows_t * s_a_n + t_off(ts, s_a_t), q + d - v, mask=mask)
-    store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
+    return seg_a, seg_b

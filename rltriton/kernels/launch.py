@@ -1996,7 +1996,7 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
 _EXACT_T = True
 # The segments of a two-pass split before a row's last one (one chunk a segment, one row a
 # program, batch-major) run a chunk with no test against T (the INTERIOR of td_lambda_kernel,
-# gae_kernel, vtrace_kernel and forward_kernel):
+# gae_kernel, vtrace_kernel, retrace_kernel and forward_kernel):
 # their times are constants and there is no masked step, row end or bootstrap at T - 1.
 # The kernels of the long split are bound by issued instructions (Nsight Compute, H200,
 # Triton 3.6: PHASE 1 of discounted returns at 16 x 262144 issues on 75% of cycles against
@@ -2008,7 +2008,7 @@ def _interior(pl: Plan, meta: dict, forward: bool = False) -> bool:
     """Whether a call on plan ``pl`` (``meta``: its kernel's settings) takes ``_INTERIOR``'s
     chunks in the segments before a split row's last: the two-pass split, one chunk a
     segment, one row (lane) a program, batch-major tiles, for the backward kernels in group
-    form (the ``INTERIOR`` of td_lambda_kernel, gae_kernel, vtrace_kernel and, with
+    form (the ``INTERIOR`` of td_lambda_kernel, gae_kernel, vtrace_kernel, retrace_kernel and, with
     ``forward``, forward_kernel, whose interior segments also leave out the first)."""
     return (_INTERIOR and pl.segments > 1 and pl.seg_len == pl.block_t and pl.block_n == 1
             and not (pl.lookback or pl.coop or pl.time_major or pl.tm_lanes or pl.lanes)
@@ -2060,7 +2060,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
     if kind in ("gae", "td_lambda") and _map_reduce(pl, meta, split_form):
         meta = {**meta, "MAP_REDUCE": True}
-    if kind in ("gae", "vtrace"):
+    if kind in ("gae", "vtrace", "retrace"):
         meta = {**meta, "INTERIOR": _interior(pl, meta)}
     if kind == "gae":
         adv = _output(p, caller, like)
