@@ -49,6 +49,7 @@ from rltriton.kernels.scan import (
     compose,
     constant_chunk_map,
     group_order,
+    interior_chunk,
     load_coef,
     load_flag,
     load_next,
@@ -143,10 +144,7 @@ def gae_kernel(
         n_chunks = 1
     inside = False
     if INTERIOR:
-        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
-                         and (GROUP_TILES == 1 or GROUP_TILES == 2),
-                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
-        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+        inside = interior_chunk(seg, SEG, T, BLOCK_T, PHASE, ONE_CHUNK, BLOCK_N, TIME_MAJOR, GROUP_TILES)
     NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
     if inside:
         # (td_lambda_kernel's INTERIOR: pointers at the segment's first step, T a constant)
@@ -434,10 +432,8 @@ def td_lambda_kernel(
         edge = True
     inside = False
     if INTERIOR:
-        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
-                         and (GROUP_TILES == 1 or GROUP_TILES == 2) and not LAZY and not EDGE_CARRY,
-                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
-        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+        tl.static_assert(not LAZY and not EDGE_CARRY, "INTERIOR: the cut in every scan, no edge carry")
+        inside = interior_chunk(seg, SEG, T, BLOCK_T, PHASE, ONE_CHUNK, BLOCK_N, TIME_MAJOR, GROUP_TILES)
     NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
     # (two whole calls, not one with the run-time test around alpha and cont inside the loop:
     # that form took 75 registers a thread for [64, 128] time-major lanes tiles on 16 warps
@@ -545,10 +541,7 @@ def vtrace_kernel(
         n_chunks = 1
     inside = False
     if INTERIOR:
-        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
-                         and (GROUP_TILES == 1 or GROUP_TILES == 2),
-                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
-        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+        inside = interior_chunk(seg, SEG, T, BLOCK_T, PHASE, ONE_CHUNK, BLOCK_N, TIME_MAJOR, GROUP_TILES)
     NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
     if inside:
         # (td_lambda_kernel's INTERIOR: pointers at the segment's first step, T a constant)
@@ -808,10 +801,7 @@ def retrace_kernel(
         n_chunks = 1
     inside = False
     if INTERIOR:
-        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
-                         and (GROUP_TILES == 1 or GROUP_TILES == 2),
-                         "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
-        inside = seg * SEG + BLOCK_T < T  # the chunk's last step is before T - 1
+        inside = interior_chunk(seg, SEG, T, BLOCK_T, PHASE, ONE_CHUNK, BLOCK_N, TIME_MAJOR, GROUP_TILES)
     NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
     if inside:
         # (td_lambda_kernel's INTERIOR: pointers at the segment's first step, T a constant)

@@ -21,6 +21,7 @@ from rltriton.kernels.scan import (
     aligned,
     chunk_map,
     compose,
+    interior_chunk,
     load_coef,
     load_flag,
     program_tile,
@@ -92,9 +93,10 @@ def forward_kernel(
                                      S_BLOCK, TIME_MAJOR, CARRY_PROD)
     inside = False
     if INTERIOR:
-        tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR and TM_W == 0,
-                         "INTERIOR: a two-pass split of one-lane tiles, one chunk a segment")
-        inside = (seg > 0) & (seg * SEG + BLOCK_T <= T)  # steps 1 <= t < T only
+        tl.static_assert(TM_W == 0, "INTERIOR: batch-major tiles")
+        # steps 1 <= t < T only: not the first segment, and the chunk may end at T - 1 (no
+        # bootstrap there), i.e. wholly before T + 1 - 1
+        inside = (seg > 0) & interior_chunk(seg, SEG, T + 1, BLOCK_T, PHASE, ONE_CHUNK, BLOCK_N, TIME_MAJOR)
     if inside:
         t0 = tl.cast(seg, tl.int64) * SEG
         seg_a, seg_b = _forward_chunks(
