@@ -509,13 +509,11 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
     s33-retrace)
       # session 33: launch._INTERIOR for Retrace (both forms): GPU tests, an A/B against
       # _ab/s33/pre (carried: git archive 1da5398), the long rows of both forms against rl-triton
-      gpu_tests 150 "retrace and (test_interior or test_long_rows or seg_flip_split or carry_products_split)" \
-        gpu_s33_retrace.log
-      timeout 100 python3 benchmarks/ab.py _ab/s33/pre . --est retrace,retrace_av \
-        --shapes 16x262144,1x1048576,64x65536,32x8192,1x262144,128x8192 2>&1 \
-        | tee "$OUT/ab_s33_retrace.txt" | grep -v "^$"
-      timeout 120 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
-        --estimators retrace,retrace_av --peers rl-triton --max-minutes 1.5 --no-plots --tag s33-long-retrace \
+      gpu_tests 110 "retrace and (test_interior or test_long_rows)" gpu_s33_retrace.log
+      timeout 60 python3 benchmarks/ab.py _ab/s33/pre . --est retrace,retrace_av \
+        --shapes 16x262144,1x1048576,64x65536 2>&1 | tee "$OUT/ab_s33_retrace.txt" | grep -v "^$"
+      timeout 80 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --estimators retrace,retrace_av --peers rl-triton --max-minutes 1.2 --no-plots --tag s33-long-retrace \
         --out "$OUT" 2>&1 | tail -5 ;;
     s33-check)
       # session 33: the GPU tests session 32 left unrun after scan.chunk_start (b1361ff) and
