@@ -1919,10 +1919,11 @@ def _time_strided(case):
     return case
 
 
-def _one_row_segments(monkeypatch, launch) -> None:
+def _one_row_segments(monkeypatch, launch, lookback: bool = False, coop: bool = False) -> None:
     """Small tiles (:func:`use_small_tiles`) split in one-chunk segments of 32 steps, one
-    row a program (1 warp): the tiles of the GPU's long split rows."""
-    use_small_tiles(monkeypatch, launch, split=True)
+    row a program (1 warp): the tiles of the GPU's long split rows (``lookback``, ``coop``:
+    in the single pass of that kind)."""
+    use_small_tiles(monkeypatch, launch, split=True, lookback=lookback, coop=coop)
     monkeypatch.setattr(launch, "_MAX_BLOCK_T", 32)
     monkeypatch.setattr(launch, "_TILE", 32)
     monkeypatch.setattr(launch, "_SEG_STEPS", 32)
@@ -2001,3 +2002,32 @@ def test_interior_non_finite(name, bad, monkeypatch, poisoned):
         outs[on] = [o.clone() for o in case(backend="triton")]
     poisoned.clear_caches()
     assert_same_non_finite(outs[True], outs[False])
+
+
+@pytest.mark.parametrize("name", INTERIOR_NAMES)
+@pytest.mark.parametrize("mode", ["lookback", "coop"])
+def test_interior_single_pass(name, mode, monkeypatch, poisoned):
+    """launch._INTERIOR_SINGLE_PASS (off by default): the interior chunks in the single
+    passes of a split, the decoupled look-back (PHASE 3) and the cooperative pass (here its
+    interpreter form, PHASE 5 launched twice), against float64: a last segment cut by T,
+    whole, of one step, each bootstrap form once, per-step gamma and lam; the launches took
+    INTERIOR."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    _one_row_segments(monkeypatch, poisoned, lookback=mode == "lookback", coop=mode == "coop")
+    monkeypatch.setattr(poisoned, "_INTERIOR_SINGLE_PASS", True)
+    used = launches_used(monkeypatch, poisoned)
+    poisoned.clear_caches()
+    try:
+        cases = [make_case(name, (3, 100), bootstrap=BOOTSTRAP_FORMS[0], seed=71),
+                 make_case(name, (2, 128), bootstrap=BOOTSTRAP_FORMS[1], seed=72),
+                 make_case(name, (2, 97), bootstrap=BOOTSTRAP_FORMS[2], flags="terminated", seed=73),
+                 make_case(name, (2, 63), bootstrap=BOOTSTRAP_FORMS[3], flags="truncated", per_step=True, seed=74)]
+        for case in cases:
+            used.clear()
+            check(case, "triton")
+            launched = [kw for launches in used for _k, _g, _a, kw in launches]
+            assert launched and all(kw.get("PHASE") in (3, 5) and kw.get("INTERIOR") for kw in launched), \
+                (case.T, launched)
+    finally:
+        poisoned.clear_caches()

@@ -737,6 +737,37 @@ def test_interior(shape, name, form, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(1, 1048576), (16, 262144), (3, 100003)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("mode", ["lookback", "coop"])
+def test_interior_single_pass(shape, name, mode, monkeypatch):
+    """launch._INTERIOR_SINGLE_PASS forced on with the look-back (launch._LOOKBACK) or the
+    cooperative pass (launch._COOP): the interior chunks in one launch where programs wait
+    on one another, against float64, three calls (a race shows up as a result that changes
+    between them), with the single pass launched with INTERIOR (the cooperative pass, or the
+    two passes it falls back to where its programs do not all fit)."""
+    from rltriton.kernels import launch
+
+    used = []
+    specs = launch.launch_specs
+    monkeypatch.setattr(launch, "launch_specs", lambda *a, **k: used.append(specs(*a, **k)) or used[-1])
+    monkeypatch.setattr(launch, "_INTERIOR_SINGLE_PASS", True)
+    monkeypatch.setattr(launch, "_LOOKBACK", mode == "lookback")
+    monkeypatch.setattr(launch, "_COOP", mode == "coop")
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=17))
+        ref = as_f64(case)(backend="torch")
+        for _ in range(3):
+            _compare(case, ref, f"{name} {shape} interior {mode}")
+        launched = [kw for launches, _s in used for _k, _g, _a, kw in launches]
+        assert launched and all(kw.get("INTERIOR") for kw in launched), launched
+        # (a cooperative launch whose programs do not all fit falls back to the two passes)
+        assert mode == "coop" or any(kw.get("PHASE") == 3 for kw in launched), launched
+    finally:
+        launch.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_carry_products_split(shape, name, monkeypatch):
     """PHASE 2's carry-in as a scan of the summaries (launch._CARRY_PRODUCTS off; the sum of

@@ -365,7 +365,7 @@ def td_lambda_kernel(
     (T == BLOCK_T), so T is the constant BLOCK_T and the segment 0: every step's time is then a
     constant of its register, and the tests t < T and t = T - 1 fold away.
 
-    ``INTERIOR`` (``launch._INTERIOR``; the two passes of a time split, one chunk a segment,
+    ``INTERIOR`` (``launch._INTERIOR``; the passes of a time split, one chunk a segment,
     one row a program, batch-major): a segment whose steps all lie before T - 1 (every
     segment of a split row but the last) has no masked step, no row end and no bootstrap at
     T - 1, so its program runs the chunk with the pointers moved to the segment's first step

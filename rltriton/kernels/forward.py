@@ -52,7 +52,7 @@ def forward_kernel(
     time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
     feature, ``launch._TM_LANES``).
 
-    ``INTERIOR`` (``launch._INTERIOR``; the two passes of a time split, one chunk a segment,
+    ``INTERIOR`` (``launch._INTERIOR``; the passes of a time split, one chunk a segment,
     one lane a program, batch-major): a segment after the row's first and wholly before T
     has no masked step and reads every flag at t - 1, so its program runs the chunk with
     the pointers moved to the segment's first step and T the constant 2 BLOCK_T (a

@@ -2002,6 +2002,12 @@ _EXACT_T = True
 # Triton 3.6: PHASE 1 of discounted returns at 16 x 262144 issues on 75% of cycles against
 # a streaming kernel's 15%), and the tests and selects on T were about a quarter of them.
 _INTERIOR = True
+# ... in the single passes of a split too (the look-back, _LOOKBACK, and the cooperative
+# pass, _COOP; both off by default, slower than the two passes when last timed, sessions 10
+# and 11): interpreter-tested (tests/test_backends.py::test_interior_single_pass), not yet
+# run on the GPU, so off; `device_run.sh s34-single` has its GPU tests and an A/B at the
+# long rows, where one launch instead of two may matter most (1 x 1048576).
+_INTERIOR_SINGLE_PASS = False
 
 
 def _interior(pl: Plan, meta: dict, forward: bool = False) -> bool:
@@ -2011,7 +2017,8 @@ def _interior(pl: Plan, meta: dict, forward: bool = False) -> bool:
     form (the ``INTERIOR`` of td_lambda_kernel, gae_kernel, vtrace_kernel, retrace_kernel and, with
     ``forward``, forward_kernel, whose interior segments also leave out the first)."""
     return (_INTERIOR and pl.segments > 1 and pl.seg_len == pl.block_t and pl.block_n == 1
-            and not (pl.lookback or pl.coop or pl.time_major or pl.tm_lanes or pl.lanes)
+            and (_INTERIOR_SINGLE_PASS or not (pl.lookback or pl.coop))
+            and not (pl.time_major or pl.tm_lanes or pl.lanes)
             and (forward or meta.get("GROUP_TILES") in (1, 2)))
 
 

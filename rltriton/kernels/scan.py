@@ -513,12 +513,13 @@ def interior_chunk(seg, SEG, T, BLOCK_T: tl.constexpr, PHASE: tl.constexpr, ONE_
                    BLOCK_N: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = 1):
     """Whether segment ``seg``'s one chunk (steps ``seg SEG`` to ``seg SEG + BLOCK_T - 1``)
     lies wholly before T - 1, so that its program may run it with no test against T (the
-    backward kernels' ``INTERIOR``, ``launch._INTERIOR``): the two passes of a time split,
-    one chunk a segment, one row a program, batch-major group-form tiles (``GROUP_TILES`` 1
-    or 2; the forward kernel passes 1)."""
-    tl.static_assert((PHASE == 1 or PHASE == 2) and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
+    backward kernels' ``INTERIOR``, ``launch._INTERIOR``): a time split (its two passes, or
+    with ``launch._INTERIOR_SINGLE_PASS`` the single passes of PHASE 3 to 5), one chunk a
+    segment, one row a program, batch-major group-form tiles (``GROUP_TILES`` 1 or 2; the
+    forward kernel passes 1)."""
+    tl.static_assert(PHASE >= 1 and ONE_CHUNK and BLOCK_N == 1 and not TIME_MAJOR
                      and (GROUP_TILES == 1 or GROUP_TILES == 2),
-                     "INTERIOR: a two-pass split of one-row group-form tiles, one chunk a segment")
+                     "INTERIOR: a time split of one-row group-form tiles, one chunk a segment")
     return seg * SEG + BLOCK_T < T
 
 
