@@ -2012,10 +2012,11 @@ _INTERIOR_SINGLE_PASS = False
 
 def _interior(pl: Plan, meta: dict, forward: bool = False) -> bool:
     """Whether a call on plan ``pl`` (``meta``: its kernel's settings) takes ``_INTERIOR``'s
-    chunks in the segments before a split row's last: the two-pass split, one chunk a
-    segment, one row (lane) a program, batch-major tiles, for the backward kernels in group
-    form (the ``INTERIOR`` of td_lambda_kernel, gae_kernel, vtrace_kernel, retrace_kernel and, with
-    ``forward``, forward_kernel, whose interior segments also leave out the first)."""
+    chunks in the segments before a split row's last: the two-pass split (the single passes
+    too with ``_INTERIOR_SINGLE_PASS``), one chunk a segment, one row (lane) a program,
+    batch-major tiles, for the backward kernels in group form (the ``INTERIOR`` of
+    td_lambda_kernel, gae_kernel, vtrace_kernel, retrace_kernel and, with ``forward``,
+    forward_kernel, whose interior segments also leave out the first)."""
     return (_INTERIOR and pl.segments > 1 and pl.seg_len == pl.block_t and pl.block_n == 1
             and (_INTERIOR_SINGLE_PASS or not (pl.lookback or pl.coop))
             and not (pl.time_major or pl.tm_lanes or pl.lanes)
