@@ -94,8 +94,8 @@ def forward_kernel(
     inside = False
     if INTERIOR:
         tl.static_assert(TM_W == 0, "INTERIOR: batch-major tiles")
-        # steps 1 <= t < T only: not the first segment, and the chunk may end at T - 1 (no
-        # bootstrap there), i.e. wholly before T + 1 - 1
+        # steps 1 <= t < T only: not the first segment (flags at t - 1), and a chunk that ends
+        # at T - 1 is interior here (no bootstrap at T - 1): interior_chunk's test with T + 1
         inside = (seg > 0) & interior_chunk(seg, SEG, T + 1, BLOCK_T, PHASE, ONE_CHUNK, BLOCK_N, TIME_MAJOR)
     if inside:
         t0 = tl.cast(seg, tl.int64) * SEG
