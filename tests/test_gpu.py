@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import rltriton as rt
-from tests.conftest import plans_used
+from tests.conftest import launches_used, plans_used
 from tests.rollouts import (
     BOOTSTRAP_FORMS,
     ESTIMATORS,
@@ -698,15 +698,13 @@ def test_map_reduce(shape, name, gamma, lam, monkeypatch):
     GAE and discounted returns, which keep the scan by default)."""
     from rltriton.kernels import launch
 
-    used = []
-    specs = launch.launch_specs
-    monkeypatch.setattr(launch, "launch_specs", lambda *a, **k: used.append(specs(*a, **k)) or used[-1])
+    used = launches_used(monkeypatch, launch)
     monkeypatch.setattr(launch, "_MAP_REDUCE", frozenset({"gae", "td_lambda", "discounted_returns"}))
     launch.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, gamma=gamma, lam=lam, seed=12))
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} map reduce gamma {gamma} lam {lam}")
-        phase1 = [kw for launches, _s in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
+        phase1 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
         assert phase1 and all(kw.get("MAP_REDUCE") for kw in phase1), phase1
     finally:
         launch.clear_caches()
@@ -722,15 +720,13 @@ def test_interior(shape, name, form, monkeypatch):
     with both passes launched with it."""
     from rltriton.kernels import launch
 
-    used = []
-    specs = launch.launch_specs
-    monkeypatch.setattr(launch, "launch_specs", lambda *a, **k: used.append(specs(*a, **k)) or used[-1])
+    used = launches_used(monkeypatch, launch)
     launch.clear_caches()
     try:
         kw = dict(per_step=True) if form == "per_step" else dict(bootstrap=form)
         case = on_gpu(make_case(name, shape, seed=13, **kw))
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} interior {form}")
-        passes = [kw for launches, _s in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
+        passes = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
         assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), passes
     finally:
         launch.clear_caches()
@@ -747,9 +743,7 @@ def test_interior_single_pass(shape, name, mode, monkeypatch):
     two passes it falls back to where its programs do not all fit)."""
     from rltriton.kernels import launch
 
-    used = []
-    specs = launch.launch_specs
-    monkeypatch.setattr(launch, "launch_specs", lambda *a, **k: used.append(specs(*a, **k)) or used[-1])
+    used = launches_used(monkeypatch, launch)
     monkeypatch.setattr(launch, "_INTERIOR_SINGLE_PASS", True)
     monkeypatch.setattr(launch, "_LOOKBACK", mode == "lookback")
     monkeypatch.setattr(launch, "_COOP", mode == "coop")
@@ -759,7 +753,7 @@ def test_interior_single_pass(shape, name, mode, monkeypatch):
         ref = as_f64(case)(backend="torch")
         for _ in range(3):
             _compare(case, ref, f"{name} {shape} interior {mode}")
-        launched = [kw for launches, _s in used for _k, _g, _a, kw in launches]
+        launched = [kw for launches in used for _k, _g, _a, kw in launches]
         assert launched and all(kw.get("INTERIOR") for kw in launched), launched
         # (a cooperative launch whose programs do not all fit falls back to the two passes)
         assert mode == "coop" or any(kw.get("PHASE") == 3 for kw in launched), launched
