@@ -89,6 +89,9 @@ def compile_launch(spec: dict):
     kw = dict(spec["kw"])
     warps = kw.pop("num_warps")
     kw.pop("launch_cooperative_grid", None)
+    options = dict(num_warps=warps)
+    if "maxnreg" in kw:  # a register cap (launch._LOOP_MAXNREG's) is a compile option
+        options["maxnreg"] = kw.pop("maxnreg")
     names = kernel.arg_names
     params = {p.name: p for p in kernel.params}
     sig: dict = {}
@@ -118,7 +121,7 @@ def compile_launch(spec: dict):
             sig[p.name] = "constexpr"
             consts[(names.index(p.name),)] = p.default
     return triton.compile(ASTSource(kernel, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                          options=dict(num_warps=warps))
+                          options=options)
 
 
 def sass(compiled, lines: bool = False) -> str:
@@ -132,6 +135,21 @@ def sass(compiled, lines: bool = False) -> str:
         cmd = [str(tools / "nvdisasm"), "--print-line-info", "-c", str(cubin)] if lines else \
             [str(tools / "cuobjdump"), "-sass", str(cubin)]
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
+def resources(compiled) -> str:
+    """``REG:n ... LOCAL:n ...`` of the compiled kernel's cubin (cuobjdump's resource usage:
+    the registers ptxas gave it under any cap, and the local memory of its spills)."""
+    import triton
+
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    with tempfile.TemporaryDirectory() as d:
+        cubin = Path(d) / "k.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        out = subprocess.run([str(tools / "cuobjdump"), "-res-usage", str(cubin)], capture_output=True, text=True,
+                             check=True).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out)
+    return f"{m.group(1)} registers, {m.group(4)} bytes of local memory" if m else "resources unknown"
 
 
 def by_line(listing: str) -> collections.Counter:
@@ -166,8 +184,6 @@ def main() -> None:
     if res.returncode:
         raise SystemExit(res.stderr[-4000:])
     sys.path.insert(0, str(ROOT))
-    from benchmarks.ptx_counts import registers
-
     for spec in json.loads(res.stdout.strip().splitlines()[-1]):
         k = compile_launch(spec)
         text = sass(k)
@@ -175,8 +191,7 @@ def main() -> None:
         counts = collections.Counter(o.split(".")[0] for o in ops)
         kw = spec["kw"]
         print(f"{spec['kernel']} PHASE {kw.get('PHASE')} grid {tuple(spec['grid'])} [{kw.get('BLOCK_N')}, "
-              f"{kw.get('BLOCK_T')}] on {kw.get('num_warps')} warps: {len(ops)} SASS instructions, "
-              f"{registers(k.asm['ptx'])} registers")
+              f"{kw.get('BLOCK_T')}] on {kw.get('num_warps')} warps: {len(ops)} SASS instructions, {resources(k)}")
         print("   " + ", ".join(f"{o} {n}" for o, n in counts.most_common(24)))
         if top:
             for (f, line), n in by_line(sass(k, lines=True)).most_common(top):
