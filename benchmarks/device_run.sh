@@ -52,6 +52,8 @@
 #   s33-split, ~3 min (carries _ab/s33/interior): launch._LONG_SPLIT's A/B after _INTERIOR;
 #   s33-gae, ~2 min: the GPU tests of GAE's long split on 2048 steps and 4 warps;
 #   s33-retrace, ~4 min (carries _ab/s33/pre): launch._INTERIOR for Retrace, GPU tests, A/B, long rows;
+#   s34-lazy, ~9 min: launch._INTERIOR_LAZY's GPU tests and an A/B of it and of _MAP_REDUCE for
+#   GAE and discounted returns at the long rows;
 #   s34-single, ~7 min: launch._INTERIOR_SINGLE_PASS's GPU tests and an A/B of the single passes
 #   with interior chunks against the two passes at the long rows (prepared in session 33);
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
@@ -517,11 +519,21 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 80 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
         --estimators retrace,retrace_av --peers rl-triton --max-minutes 1.2 --no-plots --tag s33-long-retrace \
         --out "$OUT" 2>&1 | tail -5 ;;
+    s34-lazy)
+      # session 34: TD(lambda)'s interior chunks without the cut unless something non-finite
+      # comes out (launch._INTERIOR_LAZY, with and without a register cap): GPU tests, then an
+      # A/B with PHASE 1 by reductions for GAE and discounted returns (launch._MAP_REDUCE,
+      # last timed before _INTERIOR)
+      gpu_tests 200 "test_interior_lazy" gpu_s34_lazy.log
+      variants_ab s34 270 discounted_returns,td_lambda,gae 16x262144,64x65536,1x1048576,4x524288 \
+        two lazy='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/' \
+        lazy80='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/;s/^_INTERIOR_LAZY_MAXNREG = 0/_INTERIOR_LAZY_MAXNREG = 80/' \
+        mr='s/^_MAP_REDUCE = frozenset({"td_lambda"})/_MAP_REDUCE = frozenset({"td_lambda", "gae", "discounted_returns"})/' ;;
     s34-single)
       # prepared in session 33: the interior chunks in the single passes of a split
       # (launch._INTERIOR_SINGLE_PASS, off): their GPU tests, then an A/B at the long rows of
       # the two passes (default) against the look-back and the cooperative pass with them
-      gpu_tests 200 "test_interior_single_pass" gpu_s34_single.log
+      gpu_tests 240 "test_interior or map_reduce" gpu_s34_single.log
       variants_ab s34 200 discounted_returns,td_lambda,gae,vtrace,traces 1x1048576,2x1048576,16x262144,4x524288 \
         two lookback='s/^_LOOKBACK = False/_LOOKBACK = True/;s/^_INTERIOR_SINGLE_PASS = False/_INTERIOR_SINGLE_PASS = True/' \
         coop='s/^_COOP = False/_COOP = True/;s/^_INTERIOR_SINGLE_PASS = False/_INTERIOR_SINGLE_PASS = True/' ;;

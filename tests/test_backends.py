@@ -1930,9 +1930,13 @@ def _one_row_segments(monkeypatch, launch, lookback: bool = False, coop: bool = 
     monkeypatch.setattr(launch, "_MAX_SEGMENTS", 8)
 
 
-@pytest.mark.parametrize("name", INTERIOR_NAMES)
+# (name, launch._INTERIOR_LAZY): TD(lambda)'s kernel (discounted returns too) in both forms
+INTERIOR_CASES = [(name, False) for name in INTERIOR_NAMES] + [("td_lambda", True), ("discounted_returns", True)]
+
+
+@pytest.mark.parametrize("name,lazy", INTERIOR_CASES)
 @pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
-def test_interior(name, bootstrap, monkeypatch, poisoned):
+def test_interior(name, lazy, bootstrap, monkeypatch, poisoned):
     """launch._INTERIOR: in a two-pass split of one-chunk segments, one row a program, the
     segments wholly before T - 1 (the forward kernel: after the first, wholly before T) run
     their chunk with no test against T, from pointers moved to the segment's start. Against
@@ -1941,10 +1945,13 @@ def test_interior(name, bootstrap, monkeypatch, poisoned):
     step is T - 1), of one step (97); every flag, each bootstrap form, per-step gamma and lam (their
     pointers move too), float64, flags stored as floats, a time stride of 2, trailing
     features (the forward kernel's lanes), both prefix-sum boundaries, Retrace's lagged and
-    direct kernel forms; and the passes took INTERIOR."""
+    direct kernel forms; and the passes took INTERIOR (``lazy``: and INTERIOR_LAZY, the
+    interior chunks of TD(lambda)'s kernel without the cut unless something non-finite
+    comes out, launch._INTERIOR_LAZY)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     _one_row_segments(monkeypatch, poisoned)
+    monkeypatch.setattr(poisoned, "_INTERIOR_LAZY", lazy)
     used = launches_used(monkeypatch, poisoned)
     poisoned.clear_caches()
     try:
@@ -1972,20 +1979,23 @@ def test_interior(name, bootstrap, monkeypatch, poisoned):
                 check(case, "triton")
                 passes = _interior_launches(used)
                 assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), (case.T, passes)
+                assert all(bool(kw.get("INTERIOR_LAZY")) == lazy for kw in passes), (case.T, passes)
     finally:
         poisoned.clear_caches()
 
 
-@pytest.mark.parametrize("name", INTERIOR_NAMES)
+@pytest.mark.parametrize("name,lazy", INTERIOR_CASES)
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=["nan", "inf"])
-def test_interior_non_finite(name, bad, monkeypatch, poisoned):
+def test_interior_non_finite(name, lazy, bad, monkeypatch, poisoned):
     """A NaN or inf input inside an interior segment (after an episode end, and late in the
     row) reaches the outputs as the general chunk lets it (TD(lambda)'s cut keeps it out of
     the steps before the end): launch._INTERIOR on and off give the same non-finite
-    elements, the others within float32 rounding."""
+    elements, the others within float32 rounding (``lazy``: launch._INTERIOR_LAZY on, whose
+    uncut chunks then go again with the cut)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     _one_row_segments(monkeypatch, poisoned)
+    monkeypatch.setattr(poisoned, "_INTERIOR_LAZY", lazy)
     outs = {}
     for on in (True, False):
         monkeypatch.setattr(poisoned, "_INTERIOR", on)

@@ -732,6 +732,49 @@ def test_interior(shape, name, form, monkeypatch):
         launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("shape", [(16, 262144), (1, 1048576), (3, 100003)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("form", ["last_value", "bootstrap_values", "none", "per_step", "nan", "inf"])
+@pytest.mark.parametrize("cap", [0, 80, 72])
+def test_interior_lazy(shape, name, form, cap, monkeypatch):
+    """launch._INTERIOR_LAZY forced on (``cap``: launch._INTERIOR_LAZY_MAXNREG), TD(lambda)'s
+    and discounted returns' interior chunks without the cut, again with it where something
+    came out non-finite: against float64 in each bootstrap form and per-step gamma and lam;
+    with a NaN or inf reward after an episode end and late in a row (``nan``, ``inf``), the
+    same non-finite elements as with launch._INTERIOR off, the rest within rounding."""
+    from rltriton.kernels import launch
+    from tests.test_backends import assert_same_non_finite
+
+    used = launches_used(monkeypatch, launch)
+    monkeypatch.setattr(launch, "_INTERIOR_LAZY", True)
+    monkeypatch.setattr(launch, "_INTERIOR_LAZY_MAXNREG", cap)
+    launch.clear_caches()
+    try:
+        if form in ("nan", "inf"):
+            outs = {}
+            for on in (True, False):
+                monkeypatch.setattr(launch, "_INTERIOR", on)
+                launch.clear_caches()
+                case = make_case(name, shape, seed=19)
+                r = case.args[0]
+                flags = case.kwargs["terminated"]
+                for row in range(min(shape[0], 4)):
+                    ends = flags[row].nonzero().flatten().tolist()
+                    for t in [e + 1 for e in ends if 5000 <= e + 1 < 6000][:1] + [shape[1] // 2 + row]:
+                        r[row, t] = float(form)
+                outs[on] = [o.cpu() for o in on_gpu(case)(backend="triton")]
+            assert_same_non_finite(outs[True], outs[False])
+        else:
+            kw = dict(per_step=True) if form == "per_step" else dict(bootstrap=form)
+            case = on_gpu(make_case(name, shape, seed=13, **kw))
+            _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} interior lazy {form}")
+        passes = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
+        assert passes and all(kw.get("INTERIOR_LAZY") for kw in passes if kw.get("INTERIOR")), passes
+        assert any(kw.get("INTERIOR") for kw in passes), passes
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(1, 1048576), (16, 262144), (3, 100003)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("mode", ["lookback", "coop"])

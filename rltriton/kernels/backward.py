@@ -347,6 +347,7 @@ def td_lambda_kernel(
     LAZY_CUT: tl.constexpr = False, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, EDGE_CARRY: tl.constexpr = False,
     EXACT_T: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False, INTERIOR: tl.constexpr = False,
+    INTERIOR_LAZY: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -373,7 +374,11 @@ def td_lambda_kernel(
     away, as with ``EXACT_T``; a multiple of 16, so that Triton still proves the masks
     constant over each group of 4 steps and keeps the vector accesses. ``NV_MODE`` 3
     (``last_value`` at T - 1 only) is then ``NV_MODE`` 0. The last segment takes the
-    general chunk."""
+    general chunk.
+
+    ``INTERIOR_LAZY`` (``launch._INTERIOR_LAZY``): the interior chunks take ``LAZY_CUT``'s
+    form: scanned without the cut, checked, and run again with it (the general chunk, from
+    the same carry) only where something came out non-finite."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
     if EXACT_T:
@@ -438,21 +443,55 @@ def td_lambda_kernel(
     # (two whole calls, not one with the run-time test around alpha and cont inside the loop:
     # that form took 75 registers a thread for [64, 128] time-major lanes tiles on 16 warps
     # against these calls' 64, one program an SM instead of two; Triton 3.6)
-    if inside:
+    if INTERIOR_LAZY:
+        # an interior chunk without the cut, then the general chunk with it from the same
+        # carry, for the other segments and wherever the first made something non-finite:
+        # two branches one after the other, so the kernel holds one copy of each path (a
+        # second copy after the first, as LAZY's below, took 99 registers a thread against 80
+        # for discounted returns' PHASE 2 on [1, 2048]; a loop of two trips, 167)
+        seg_a = tl.zeros([BLOCK_N], DT)
+        seg_b = tl.full([BLOCK_N], 1.0, DT)
+        check = tl.sum(seg_a)
+        if inside:
+            t0 = tl.cast(seg, tl.int64) * SEG
+            seg_a, seg_b, check = _td_lambda_chunks(
+                r_ptr + t0 * s_r_t, s_r_n, s_r_t, v_ptr + t0 * s_v_t, s_v_n, s_v_t,
+                term_ptr + t0 * s_term_t, s_term_n, s_term_t, trunc_ptr + t0 * s_trunc_t, s_trunc_n, s_trunc_t,
+                nv_ptr + t0 * s_nv_t, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo,
+                l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo, out_ptr + t0 * s_o_t, s_o_n, s_o_t,
+                2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+                rows, tl.full(row_mask.shape, 1, tl.int1), seg, n_segs, n_chunks, carry, s_sr, s_ss, 0,
+                HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_IN, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
+                ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, False, True, TM_W, False,
+                MAP_REDUCE,
+            )
+        if (check != 0) | (not inside):
+            tl.debug_barrier()  # a first pass's stores land before the ones that replace them
+            seg_a, seg_b, _again = _td_lambda_chunks(
+                r_ptr, s_r_n, s_r_t, v_ptr, s_v_n, s_v_t, term_ptr, s_term_n, s_term_t, trunc_ptr, s_trunc_n,
+                s_trunc_t, nv_ptr, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr, s_g_n, s_g_t, g_hi, g_lo, l_ptr, s_l_n,
+                s_l_t, l_hi, l_lo, out_ptr, s_o_n, s_o_t, T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+                rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
+                HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE,
+                S_BLOCK, ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W,
+                False, MAP_REDUCE,
+            )
+    elif inside:
         # the segment's steps from its first (int64: a time stride may be large); one row a
         # program, and the grid has R of them, so the row mask is all true
         t0 = tl.cast(seg, tl.int64) * SEG
         every = tl.full(row_mask.shape, 1, tl.int1)
+        i_r, i_v, i_term = r_ptr + t0 * s_r_t, v_ptr + t0 * s_v_t, term_ptr + t0 * s_term_t
+        i_trunc = trunc_ptr + t0 * s_trunc_t
+        i_nv, i_g, i_l, i_out = nv_ptr + t0 * s_nv_t, g_ptr + t0 * s_g_t, l_ptr + t0 * s_l_t, out_ptr + t0 * s_o_t
         seg_a, seg_b, check = _td_lambda_chunks(
-            r_ptr + t0 * s_r_t, s_r_n, s_r_t, v_ptr + t0 * s_v_t, s_v_n, s_v_t,
-            term_ptr + t0 * s_term_t, s_term_n, s_term_t, trunc_ptr + t0 * s_trunc_t, s_trunc_n, s_trunc_t,
-            nv_ptr + t0 * s_nv_t, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo,
-            l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo, out_ptr + t0 * s_o_t, s_o_n, s_o_t,
-            2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            i_r, s_r_n, s_r_t, i_v, s_v_n, s_v_t, i_term, s_term_n, s_term_t, i_trunc, s_trunc_n, s_trunc_t,
+            i_nv, s_nv_n, s_nv_t, lv_ptr, s_lv_n, i_g, s_g_n, s_g_t, g_hi, g_lo, i_l, s_l_n, s_l_t, l_hi, l_lo,
+            i_out, s_o_n, s_o_t, 2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
             rows, every, seg, n_segs, n_chunks, carry, s_sr, s_ss, 0,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_IN, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
-            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W, False,
-            MAP_REDUCE,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not INTERIOR_LAZY, INTERIOR_LAZY,
+            TM_W, False, MAP_REDUCE,
         )
     elif edge:
         seg_a, seg_b, check = _td_lambda_chunks(
@@ -474,6 +513,7 @@ def td_lambda_kernel(
             ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W, False,
             MAP_REDUCE,
         )
+    tl.static_assert(not INTERIOR_LAZY or INTERIOR, "INTERIOR_LAZY: interior chunks")
     if LAZY:
         if check != 0:  # NaN: something non-finite came out; the exact pass, with the cut
             tl.debug_barrier()  # the first pass's stores land before the ones that replace them

@@ -2003,11 +2003,22 @@ _EXACT_T = True
 # a streaming kernel's 15%), and the tests and selects on T were about a quarter of them.
 _INTERIOR = True
 # ... in the single passes of a split too (the look-back, _LOOKBACK, and the cooperative
-# pass, _COOP; both off by default, slower than the two passes when last timed, sessions 10
-# and 11): interpreter-tested (tests/test_backends.py::test_interior_single_pass), not yet
-# run on the GPU, so off; `device_run.sh s34-single` has its GPU tests and an A/B at the
-# long rows, where one launch instead of two may matter most (1 x 1048576).
+# pass, _COOP; both off by default, slower than the two passes in sessions 10 and 11).
+# Correct on the H200 (tests/test_gpu.py::test_interior_single_pass, 2026-12-03-h200-s34-
+# gpu-single.log) but the single passes stay slower with them (benchmarks/ab.py, `device_run.sh
+# s34-single`, 2026-12-03-h200-s34-ab-single.txt), device us, two passes / look-back /
+# cooperative: 1 x 1048576 discounted returns 8.2 / 14.7 / 8.8, TD(lambda) 8.6 / 15.4 / 9.5,
+# GAE 9.3 / 14.4 / 9.5, V-trace 12.5 / 27.0 / 13.6, traces 7.1 / 13.0 / 8.1; 4 x 524288 GAE
+# 14.1 / 20.8 / 19.2; 16 x 262144 equal to the two passes for the cooperative pass (whose
+# programs do not all fit there, so it runs as the two passes), twice for the look-back.
+# So off: the two launches are not what keeps 1 x 1048576 from its floor.
 _INTERIOR_SINGLE_PASS = False
+# TD(lambda)'s (and discounted returns') interior chunks without the cut, checked, and run
+# again with it where something came out non-finite (td_lambda_kernel's INTERIOR_LAZY, as
+# _TD_LAZY_CUT's time-major chunks): the cut's selects were about a third of the interior
+# chunk's instructions (scan.madd; Triton 3.6, sm_90, benchmarks/sass_counts.py).
+_INTERIOR_LAZY = False
+_INTERIOR_LAZY_MAXNREG = 0
 
 
 def _interior(pl: Plan, meta: dict, forward: bool = False) -> bool:
@@ -2084,6 +2095,9 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
                 "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major,
                 "INTERIOR": not lazy and _interior(pl, meta)}
+        meta["INTERIOR_LAZY"] = _INTERIOR_LAZY and meta["INTERIOR"]
+        if meta["INTERIOR_LAZY"] and _INTERIOR_LAZY_MAXNREG:
+            meta["maxnreg"] = _INTERIOR_LAZY_MAXNREG
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
