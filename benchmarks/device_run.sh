@@ -54,6 +54,8 @@
 #   s33-retrace, ~4 min (carries _ab/s33/pre): launch._INTERIOR for Retrace, GPU tests, A/B, long rows;
 #   s34-lazy, ~9 min: launch._INTERIOR_LAZY's GPU tests and an A/B of it and of _MAP_REDUCE for
 #   GAE and discounted returns at the long rows;
+#   s34-lazy2, ~9 min: the GPU tests of those defaults, an A/B and the harness's long rows of
+#   TD(lambda) and discounted returns;
 #   s34-single, ~7 min: launch._INTERIOR_SINGLE_PASS's GPU tests and an A/B of the single passes
 #   with interior chunks against the two passes at the long rows (prepared in session 33);
 #   s33-check, ~4 min: GPU tests of launch._MAP_REDUCE and the long rows, then TD(lambda)'s long
@@ -529,6 +531,17 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         two lazy='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/' \
         lazy80='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/;s/^_INTERIOR_LAZY_MAXNREG = 0/_INTERIOR_LAZY_MAXNREG = 80/' \
         mr='s/^_MAP_REDUCE = frozenset({"td_lambda"})/_MAP_REDUCE = frozenset({"td_lambda", "gae", "discounted_returns"})/' ;;
+    s34-lazy2)
+      # session 34: launch._INTERIOR_LAZY for TD(lambda) and _MAP_REDUCE for discounted returns
+      # as defaults: the GPU tests they touch, an A/B against the session's start and with the
+      # lazy chunks for discounted returns too, then both estimators' long rows in the harness
+      gpu_tests 170 "test_interior or map_reduce" gpu_s34_lazy2.log
+      variants_ab s34b 160 discounted_returns,td_lambda 16x262144,64x65536,1x1048576,4x524288 \
+        new old='s/^_INTERIOR_LAZY = frozenset({"td_lambda"})/_INTERIOR_LAZY = frozenset()/;s/^_MAP_REDUCE = frozenset({"td_lambda", "discounted_returns"})/_MAP_REDUCE = frozenset({"td_lambda"})/' \
+        lazydr='s/^_INTERIOR_LAZY = frozenset({"td_lambda"})/_INTERIOR_LAZY = frozenset({"td_lambda", "discounted_returns"})/'
+      timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --estimators td_lambda,discounted_returns --peers rl-triton --max-minutes 2.3 \
+        --no-plots --tag s34-long --out "$OUT" 2>&1 | tail -4 ;;
     s34-single)
       # prepared in session 33: the interior chunks in the single passes of a split
       # (launch._INTERIOR_SINGLE_PASS, off): their GPU tests, then an A/B at the long rows of

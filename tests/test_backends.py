@@ -872,7 +872,7 @@ def test_map_reduce(name, group_tiles, flags, bootstrap, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
     monkeypatch.setattr(poisoned, "_GROUP_TILES", group_tiles)
-    monkeypatch.setattr(poisoned, "_MAP_REDUCE", frozenset(MAP_REDUCE_NAMES))  # (the default: TD(lambda))
+    monkeypatch.setattr(poisoned, "_MAP_REDUCE", frozenset(MAP_REDUCE_NAMES))  # (the default: not GAE)
     used = launches_used(monkeypatch, poisoned)
     poisoned.clear_caches()
     try:
@@ -901,8 +901,8 @@ def test_map_reduce(name, group_tiles, flags, bootstrap, monkeypatch, poisoned):
 
 @pytest.mark.parametrize("name", MAP_REDUCE_NAMES)
 def test_map_reduce_forms(name, monkeypatch, poisoned):
-    """By default only TD(lambda) (values given) takes launch._MAP_REDUCE's PHASE 1: GAE and
-    discounted returns gained nothing from it on the H200 and keep the scan."""
+    """By default TD(lambda)'s kernel (with values, and discounted returns without) takes
+    launch._MAP_REDUCE's PHASE 1: GAE gained nothing from it on the H200 and keeps the scan."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
@@ -911,7 +911,7 @@ def test_map_reduce_forms(name, monkeypatch, poisoned):
     try:
         check(make_case(name, (3, 63), seed=57), "triton")
         phase1 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
-        assert phase1 and all(bool(kw.get("MAP_REDUCE")) == (name == "td_lambda") for kw in phase1), phase1
+        assert phase1 and all(bool(kw.get("MAP_REDUCE")) == (name != "gae") for kw in phase1), phase1
     finally:
         poisoned.clear_caches()
 
@@ -1930,7 +1930,8 @@ def _one_row_segments(monkeypatch, launch, lookback: bool = False, coop: bool = 
     monkeypatch.setattr(launch, "_MAX_SEGMENTS", 8)
 
 
-# (name, launch._INTERIOR_LAZY): TD(lambda)'s kernel (discounted returns too) in both forms
+# (name, launch._INTERIOR_LAZY on): TD(lambda)'s kernel (discounted returns too) in both forms
+LAZY_FORMS = frozenset({"td_lambda", "discounted_returns"})
 INTERIOR_CASES = [(name, False) for name in INTERIOR_NAMES] + [("td_lambda", True), ("discounted_returns", True)]
 
 
@@ -1951,7 +1952,7 @@ def test_interior(name, lazy, bootstrap, monkeypatch, poisoned):
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     _one_row_segments(monkeypatch, poisoned)
-    monkeypatch.setattr(poisoned, "_INTERIOR_LAZY", lazy)
+    monkeypatch.setattr(poisoned, "_INTERIOR_LAZY", LAZY_FORMS if lazy else frozenset())
     used = launches_used(monkeypatch, poisoned)
     poisoned.clear_caches()
     try:
@@ -1995,7 +1996,7 @@ def test_interior_non_finite(name, lazy, bad, monkeypatch, poisoned):
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     _one_row_segments(monkeypatch, poisoned)
-    monkeypatch.setattr(poisoned, "_INTERIOR_LAZY", lazy)
+    monkeypatch.setattr(poisoned, "_INTERIOR_LAZY", LAZY_FORMS if lazy else frozenset())
     outs = {}
     for on in (True, False):
         monkeypatch.setattr(poisoned, "_INTERIOR", on)

@@ -735,9 +735,8 @@ def test_interior(shape, name, form, monkeypatch):
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
 @pytest.mark.parametrize("shape", [(16, 262144), (1, 1048576), (3, 100003)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("form", ["last_value", "bootstrap_values", "none", "per_step", "nan", "inf"])
-@pytest.mark.parametrize("cap", [0, 80, 72])
-def test_interior_lazy(shape, name, form, cap, monkeypatch):
-    """launch._INTERIOR_LAZY forced on (``cap``: launch._INTERIOR_LAZY_MAXNREG), TD(lambda)'s
+def test_interior_lazy(shape, name, form, monkeypatch):
+    """launch._INTERIOR_LAZY forced on for both forms (the default: TD(lambda)'s), TD(lambda)'s
     and discounted returns' interior chunks without the cut, again with it where something
     came out non-finite: against float64 in each bootstrap form and per-step gamma and lam;
     with a NaN or inf reward after an episode end and late in a row (``nan``, ``inf``), the
@@ -746,8 +745,7 @@ def test_interior_lazy(shape, name, form, cap, monkeypatch):
     from tests.test_backends import assert_same_non_finite
 
     used = launches_used(monkeypatch, launch)
-    monkeypatch.setattr(launch, "_INTERIOR_LAZY", True)
-    monkeypatch.setattr(launch, "_INTERIOR_LAZY_MAXNREG", cap)
+    monkeypatch.setattr(launch, "_INTERIOR_LAZY", frozenset({"td_lambda", "discounted_returns"}))
     launch.clear_caches()
     try:
         if form in ("nan", "inf"):

@@ -160,7 +160,10 @@ _LONG_SPLIT_MIN_PROGRAMS = 2.0
 # 30.3, 9.3 -> 9.2; discounted returns 22.5 -> 22.9, 23.8 -> 23.5, 8.5 -> 8.3. So the scan
 # was not what held the pass up, and only TD(lambda) takes them; the others stay tested
 # (tests/test_backends.py::test_map_reduce, tests/test_gpu.py::test_map_reduce).
-_MAP_REDUCE = frozenset({"td_lambda"})
+# Session 34, after _INTERIOR (2026-12-03-h200-s34-ab-lazy.txt), us: discounted returns
+# 16 x 262144 18.0 -> 17.7, 64 x 65536 18.9 -> 18.4, 1 x 1048576 8.5 -> 7.8, 4 x 524288 11.3 ->
+# 11.4; GAE 27.3 -> 27.5, 27.1 -> 27.3, 9.0 -> 8.8, 14.1 -> 14.1 (GAE stays on the scan).
+_MAP_REDUCE = frozenset({"td_lambda", "discounted_returns"})
 # A row walked by one program in chunks (batch-major, no split): (steps of a chunk, depth of
 # the chunk loop's software pipeline, Plan.stages) per backward kernel form; the default is
 # _LOOP_TILE_DEFAULT, _LOOP_BLOCK_T-step chunks not pipelined. H200, Triton 3.6: benchmarks/sweep.py vtrace
@@ -2013,12 +2016,18 @@ _INTERIOR = True
 # programs do not all fit there, so it runs as the two passes), twice for the look-back.
 # So off: the two launches are not what keeps 1 x 1048576 from its floor.
 _INTERIOR_SINGLE_PASS = False
-# TD(lambda)'s (and discounted returns') interior chunks without the cut, checked, and run
-# again with it where something came out non-finite (td_lambda_kernel's INTERIOR_LAZY, as
-# _TD_LAZY_CUT's time-major chunks): the cut's selects were about a third of the interior
-# chunk's instructions (scan.madd; Triton 3.6, sm_90, benchmarks/sass_counts.py).
-_INTERIOR_LAZY = False
-_INTERIOR_LAZY_MAXNREG = 0
+# TD(lambda)'s kernel forms ("td_lambda", "discounted_returns": without values) whose
+# interior chunks run without the cut, checked, and then, where something came out
+# non-finite, the general chunk with it (td_lambda_kernel's INTERIOR_LAZY, as _TD_LAZY_CUT's
+# time-major chunks): the cut's selects (scan.madd) were about a sixth of the interior chunk's
+# instructions (benchmarks/sass_counts.py, Triton 3.6, sm_90, discounted returns 16 x 262144,
+# interior path of PHASE 2 728 -> 608 SASS a thread, PHASE 1 480 -> 408), at 95 registers a
+# thread for the kernel against 80. H200, Triton 3.6 (benchmarks/ab.py, `device_run.sh
+# s34-lazy`, 2026-12-03-h200-s34-ab-lazy.txt), device us, cut -> lazy: TD(lambda) 16 x 262144
+# 25.4 -> 23.5, 64 x 65536 23.9 -> 22.9, 4 x 524288 14.3 -> 14.0, 1 x 1048576 8.9 -> 8.9;
+# discounted returns 18.0 -> 18.3, 18.9 -> 18.6, 11.3 -> 11.5, 8.5 -> 7.5. Capped at 80
+# registers (Triton's maxnreg) it lost what it gained (TD(lambda) 16 x 262144 25.3).
+_INTERIOR_LAZY = frozenset({"td_lambda"})
 
 
 def _interior(pl: Plan, meta: dict, forward: bool = False) -> bool:
@@ -2095,9 +2104,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
                 "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major,
                 "INTERIOR": not lazy and _interior(pl, meta)}
-        meta["INTERIOR_LAZY"] = _INTERIOR_LAZY and meta["INTERIOR"]
-        if meta["INTERIOR_LAZY"] and _INTERIOR_LAZY_MAXNREG:
-            meta["maxnreg"] = _INTERIOR_LAZY_MAXNREG
+        meta["INTERIOR_LAZY"] = split_form in _INTERIOR_LAZY and meta["INTERIOR"]
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
         return (out[0],)
     if kind == "vtrace":
