@@ -54,6 +54,8 @@
 #   s33-retrace, ~4 min (carries _ab/s33/pre): launch._INTERIOR for Retrace, GPU tests, A/B, long rows;
 #   s34-lazy, ~9 min: launch._INTERIOR_LAZY's GPU tests and an A/B of it and of _MAP_REDUCE for
 #   GAE and discounted returns at the long rows;
+#   s34-check, ~6 min: the session's defaults at few-row splits, and Retrace's action form
+#   without _INTERIOR at one and two rows;
 #   s34-lazy2, ~9 min: the GPU tests of those defaults, an A/B and the harness's long rows of
 #   TD(lambda) and discounted returns;
 #   s34-single, ~7 min: launch._INTERIOR_SINGLE_PASS's GPU tests and an A/B of the single passes
@@ -531,6 +533,12 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         two lazy='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/' \
         lazy80='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/;s/^_INTERIOR_LAZY_MAXNREG = 0/_INTERIOR_LAZY_MAXNREG = 80/' \
         mr='s/^_MAP_REDUCE = frozenset({"td_lambda"})/_MAP_REDUCE = frozenset({"td_lambda", "gae", "discounted_returns"})/' ;;
+    s34-check)
+      # session 34: the new defaults (launch._INTERIOR_LAZY, _MAP_REDUCE) against the session's
+      # start at few-row splits; Retrace's action form with and without _INTERIOR at 1-2 rows
+      variants_ab s34c 220 discounted_returns,td_lambda 1x8192,1x131072,8x16384,32x8192,128x8192,1x262144,2x1048576 \
+        new old='s/^_INTERIOR_LAZY = frozenset({"td_lambda"})/_INTERIOR_LAZY = frozenset()/;s/^_MAP_REDUCE = frozenset({"td_lambda", "discounted_returns"})/_MAP_REDUCE = frozenset({"td_lambda"})/'
+      variants_ab s34r 120 retrace_av 1x1048576,2x1048576,16x262144 two noint='s/^_INTERIOR = True/_INTERIOR = False/' ;;
     s34-lazy2)
       # session 34: launch._INTERIOR_LAZY for TD(lambda) and _MAP_REDUCE for discounted returns
       # as defaults: the GPU tests they touch, an A/B against the session's start and with the
