@@ -437,7 +437,7 @@ def td_lambda_kernel(
         edge = True
     inside = False
     if INTERIOR:
-        tl.static_assert(not LAZY and not EDGE_CARRY, "INTERIOR: the cut in every scan, no edge carry")
+        tl.static_assert(not LAZY and not EDGE_CARRY, "INTERIOR: not the time-major LAZY_CUT, no edge carry")
         inside = interior_chunk(seg, SEG, T, BLOCK_T, PHASE, ONE_CHUNK, BLOCK_N, TIME_MAJOR, GROUP_TILES)
     NV_IN: tl.constexpr = 0 if NV_MODE == 3 else NV_MODE  # (no step of an interior chunk is T - 1)
     # (two whole calls, not one with the run-time test around alpha and cont inside the loop:
@@ -481,17 +481,16 @@ def td_lambda_kernel(
         # program, and the grid has R of them, so the row mask is all true
         t0 = tl.cast(seg, tl.int64) * SEG
         every = tl.full(row_mask.shape, 1, tl.int1)
-        i_r, i_v, i_term = r_ptr + t0 * s_r_t, v_ptr + t0 * s_v_t, term_ptr + t0 * s_term_t
-        i_trunc = trunc_ptr + t0 * s_trunc_t
-        i_nv, i_g, i_l, i_out = nv_ptr + t0 * s_nv_t, g_ptr + t0 * s_g_t, l_ptr + t0 * s_l_t, out_ptr + t0 * s_o_t
         seg_a, seg_b, check = _td_lambda_chunks(
-            i_r, s_r_n, s_r_t, i_v, s_v_n, s_v_t, i_term, s_term_n, s_term_t, i_trunc, s_trunc_n, s_trunc_t,
-            i_nv, s_nv_n, s_nv_t, lv_ptr, s_lv_n, i_g, s_g_n, s_g_t, g_hi, g_lo, i_l, s_l_n, s_l_t, l_hi, l_lo,
-            i_out, s_o_n, s_o_t, 2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
+            r_ptr + t0 * s_r_t, s_r_n, s_r_t, v_ptr + t0 * s_v_t, s_v_n, s_v_t,
+            term_ptr + t0 * s_term_t, s_term_n, s_term_t, trunc_ptr + t0 * s_trunc_t, s_trunc_n, s_trunc_t,
+            nv_ptr + t0 * s_nv_t, s_nv_n, s_nv_t, lv_ptr, s_lv_n, g_ptr + t0 * s_g_t, s_g_n, s_g_t, g_hi, g_lo,
+            l_ptr + t0 * s_l_t, s_l_n, s_l_t, l_hi, l_lo, out_ptr + t0 * s_o_t, s_o_n, s_o_t,
+            2 * BLOCK_T, SEG, sum_a_ptr, sum_b_ptr, incl_ptr, state_ptr,
             rows, every, seg, n_segs, n_chunks, carry, s_sr, s_ss, 0,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_IN, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
-            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not INTERIOR_LAZY, INTERIOR_LAZY,
-            TM_W, False, MAP_REDUCE,
+            ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W, False,
+            MAP_REDUCE,
         )
     elif edge:
         seg_a, seg_b, check = _td_lambda_chunks(
