@@ -54,6 +54,8 @@
 #   s33-retrace, ~4 min (carries _ab/s33/pre): launch._INTERIOR for Retrace, GPU tests, A/B, long rows;
 #   s34-lazy, ~9 min: launch._INTERIOR_LAZY's GPU tests and an A/B of it and of _MAP_REDUCE for
 #   GAE and discounted returns at the long rows;
+#   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
+#   1 x 1048576 (prepared in session 34);
 #   s34-check, ~6 min: the session's defaults at few-row splits, and Retrace's action form
 #   without _INTERIOR at one and two rows;
 #   s34-lazy2, ~9 min: the GPU tests of those defaults, an A/B and the harness's long rows of
@@ -533,6 +535,13 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         two lazy='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/' \
         lazy80='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/;s/^_INTERIOR_LAZY_MAXNREG = 0/_INTERIOR_LAZY_MAXNREG = 80/' \
         mr='s/^_MAP_REDUCE = frozenset({"td_lambda"})/_MAP_REDUCE = frozenset({"td_lambda", "gae", "discounted_returns"})/' ;;
+    s35-coop)
+      # prepared in session 34: where the cooperative single pass's time goes at one row of
+      # 2^20 steps (8.8 us against 8.2 for the two passes, with interior chunks; it reads the
+      # inputs once): warm-L2 profiles of it and of the two passes, stall reasons by source line
+      printf 'discounted_returns 1x1048576 _COOP=True _INTERIOR_SINGLE_PASS=True\ndiscounted_returns 1x1048576\n' | \
+        NCU_FLAGS='--cache-control none --section SourceCounters --import-source yes' \
+        bash benchmarks/ncu_run.sh 2>&1 | tail -20 ;;
     s34-check)
       # session 34: the new defaults (launch._INTERIOR_LAZY, _MAP_REDUCE) against the session's
       # start at few-row splits; Retrace's action form with and without _INTERIOR at 1-2 rows
