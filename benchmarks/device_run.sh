@@ -54,6 +54,8 @@
 #   s33-retrace, ~4 min (carries _ab/s33/pre): launch._INTERIOR for Retrace, GPU tests, A/B, long rows;
 #   s34-lazy, ~9 min: launch._INTERIOR_LAZY's GPU tests and an A/B of it and of _MAP_REDUCE for
 #   GAE and discounted returns at the long rows;
+#   s35-fold, ~8 min: launch._CARRY_FOLD_INIT's GPU tests and an A/B at the long rows
+#   (prepared in session 34);
 #   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
 #   1 x 1048576 (prepared in session 34);
 #   s34-check, ~6 min: the session's defaults at few-row splits, and Retrace's action form
@@ -535,6 +537,13 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         two lazy='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/' \
         lazy80='s/^_INTERIOR_LAZY = False/_INTERIOR_LAZY = True/;s/^_INTERIOR_LAZY_MAXNREG = 0/_INTERIOR_LAZY_MAXNREG = 80/' \
         mr='s/^_MAP_REDUCE = frozenset({"td_lambda"})/_MAP_REDUCE = frozenset({"td_lambda", "gae", "discounted_returns"})/' ;;
+    s35-fold)
+      # prepared in session 34: PHASE 2's carry-in with the initial carry folded into its sum
+      # (launch._CARRY_FOLD_INIT: a cross-warp reduction fewer, V-trace's interior path at
+      # 1 x 1048576 9 -> 6 barriers): its GPU tests, then an A/B at the long rows
+      gpu_tests 200 "test_carry_products_split" gpu_s35_fold.log
+      variants_ab s35 250 discounted_returns,td_lambda,gae,vtrace,retrace,traces 1x1048576,16x262144,4x524288,64x65536 \
+        two fold='s/^_CARRY_FOLD_INIT = False/_CARRY_FOLD_INIT = True/' ;;
     s35-coop)
       # prepared in session 34: where the cooperative single pass's time goes at one row of
       # 2^20 steps (8.8 us against 8.2 for the two passes, with interior chunks; it reads the

@@ -4,6 +4,7 @@ sm_90 on any machine (no GPU: Triton's wheel carries ptxas, cuobjdump and nvdisa
     python benchmarks/sass_counts.py discounted_returns 16x262144           # each launch, by opcode
     python benchmarks/sass_counts.py td_lambda 16x262144 _INTERIOR=False     # with a launch setting
     python benchmarks/sass_counts.py gae 16x262144 --lines 30                # the top source lines
+    python benchmarks/sass_counts.py gae 4096x512 tm                         # time-major storage
 
 The call's launches (kernel, grid, arguments, constexprs) are taken as the launcher makes
 them for a CUDA device of ``launch._DEFAULT_SMS`` multiprocessors, in a child process under
@@ -38,7 +39,8 @@ _DT = {"fp32": "float32", "bf16": "bfloat16", "fp64": "float64", "fp16": "float1
 
 def capture(name: str, shape: tuple[int, int], settings: list[str]) -> list[dict]:
     """The launches of one call of estimator ``name`` (a ``tests.rollouts`` name, terminations
-    as flags) on a [R, T] rollout, as JSON-able dicts (run under ``TRITON_INTERPRET=1``)."""
+    as flags) on a [R, T] rollout (stored time-major, [T, R], with ``tm`` among ``settings``),
+    as JSON-able dicts (run under ``TRITON_INTERPRET=1``)."""
     import torch
 
     from benchmarks.common import apply_launch_settings
@@ -56,12 +58,14 @@ def capture(name: str, shape: tuple[int, int], settings: list[str]) -> list[dict
         got.append(orig(*a, **k)[0])
         raise Stop
 
-    apply_launch_settings(settings)
+    time_major = "tm" in settings
+    settings = [x for x in settings if x != "tm"]
+    apply_launch_settings(settings, time_major=time_major)
     launch.launch_specs = spy
     launch._device_sms = lambda device: launch._DEFAULT_SMS  # (the CPU's tensors stand for a GPU's)
     launch.clear_caches()
     try:
-        make_case(name, shape, flags="terminated", seed=0)(backend="triton")
+        make_case(name, shape, flags="terminated", seed=0, time_major=time_major)(backend="triton")
     except Stop:
         pass
     finally:

@@ -284,30 +284,33 @@ def test_time_major_plans():
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("one_chunk", [True, False], ids=["one-chunk", "chunk-loop"])
-@pytest.mark.parametrize("products", [True, False], ids=["products", "scan"])
+@pytest.mark.parametrize("products", [True, False, "fold"], ids=["products", "scan", "fold"])
 def test_carry_products(name, one_chunk, products, monkeypatch, poisoned):
-    """PHASE 2's carry-in both ways (launch._CARRY_PRODUCTS): the default sum of products (a
+    """PHASE 2's carry-in three ways (launch._CARRY_PRODUCTS): the default sum of products (a
     forward cumprod of the summaries' b read one segment late, and reductions; the split
-    tests elsewhere run it too) and the two-operand scan over the summaries it replaced,
-    forced here, on the interpreter: every estimator against the float64 reference, split
-    into one-chunk segments (the carry-in composed after the tile's loads, scan.scan_step)
-    and into segments of two chunks (composed first, scan.segment_setup), batch- and
-    time-major."""
+    tests elsewhere run it too), the same with the initial carry folded into the sum as one
+    more column (launch._CARRY_FOLD_INIT, ``fold``: CARRY_PROD = 2), and the two-operand scan
+    over the summaries it replaced, forced here, on the interpreter: every estimator against
+    the float64 reference, split into one-chunk segments (the carry-in composed after the
+    tile's loads, scan.scan_step) and into segments of two chunks (composed first,
+    scan.segment_setup), batch- and time-major; 128 steps make 8 segments of 16, so that
+    the segment after all others in scan order has its folded column in the last of the 8."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
-    monkeypatch.setattr(poisoned, "_CARRY_PRODUCTS", products)
+    monkeypatch.setattr(poisoned, "_CARRY_PRODUCTS", bool(products))
+    monkeypatch.setattr(poisoned, "_CARRY_FOLD_INIT", products == "fold")
     monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
     monkeypatch.setattr(poisoned, "_SEG_STEPS", 16 if one_chunk else 32)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, pl.seg_len <= pl.block_t,
                                                              kw.get("CARRY_PROD")))
     poisoned.clear_caches()
     try:
-        for shape in ((5, 63), (3, 40), (2, 97)):
+        for shape in ((5, 63), (3, 40), (2, 97), (2, 128)):
             seen.clear()
             check(make_case(name, shape, seed=11 + shape[1]), "triton")
             segs, one, prod = seen[0]
-            assert segs > 1 and one == one_chunk and prod == products, seen
+            assert segs > 1 and one == one_chunk and prod == {"fold": 2}.get(products, products), seen
         check(make_case(name, (6, 63), time_major=True, seed=5), "triton")
     finally:
         poisoned.clear_caches()

@@ -804,13 +804,17 @@ def test_interior_single_pass(shape, name, mode, monkeypatch):
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_carry_products_split(shape, name, monkeypatch):
-    """PHASE 2's carry-in as a scan of the summaries (launch._CARRY_PRODUCTS off; the sum of
-    products is the default, which the other split tests run), forced: split
+@pytest.mark.parametrize("form", ["scan", "fold"])
+def test_carry_products_split(shape, name, form, monkeypatch):
+    """PHASE 2's carry-in forced to another form: a scan of the summaries (``scan``:
+    launch._CARRY_PRODUCTS off; the sum of products is the default, which the other split
+    tests run) or the sum of products with the initial carry folded in (``fold``:
+    launch._CARRY_FOLD_INIT; the traces' and prefix sums' initial value is that carry): split
     long rows (one-chunk segments; 16 x 300000 also a short last segment) against float64."""
     from rltriton.kernels import launch
 
-    monkeypatch.setattr(launch, "_CARRY_PRODUCTS", False)
+    monkeypatch.setattr(launch, "_CARRY_PRODUCTS", form == "fold")
+    monkeypatch.setattr(launch, "_CARRY_FOLD_INIT", form == "fold")
     launch.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, seed=10))

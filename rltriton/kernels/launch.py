@@ -550,6 +550,19 @@ _SEGMENT_MAP_FORWARD = True
 # time-major 79.5 -> 76.3; 1 x 1048576 V-trace 16.9 -> 14.2; 64 x 65536 V-trace 57.7 -> 51.2;
 # 512 x 4096 (no split) unchanged.
 _CARRY_PRODUCTS = True
+# ... with the carry entering the row's last segment (init) folded into the sum as one more
+# column (scan.segment_carry_in's PROD = 2): the product of the b and its reduction go, a
+# cross-warp reduction (two barriers) fewer on PHASE 2's path before its scan, which at one
+# row of 2^20 steps is a wave of programs each as long as its chain of barriers. The carry-in
+# cost 1-3 us there in session 25 (a diagnostic that skipped it: V-trace 13.8 -> 10.6, TD(lambda)
+# 10.2 -> 8.7, GAE 9.3 -> 8.5). Interpreter-tested, not yet timed, so off.
+_CARRY_FOLD_INIT = False
+
+
+def _carry_prod() -> bool | int:
+    """The kernels' ``CARRY_PROD``: ``_CARRY_PRODUCTS``, or 2 for the products with the
+    initial carry folded in (``_CARRY_FOLD_INIT``)."""
+    return 2 if _CARRY_PRODUCTS and _CARRY_FOLD_INIT else _CARRY_PRODUCTS
 # TD(lambda)'s and discounted returns' scans cut where beta = 0 (scan.times: a select after
 # every multiply of the scan, so a later episode's NaN or inf stays there). Since that cut
 # (session 11) their kernels compile to ~36% more PTX (static, Triton 3.6: [4, 512]
@@ -1922,7 +1935,7 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     meta = dict(
         HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
         G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES, SEG_MAP_FWD=_SEGMENT_MAP_FORWARD,
-        CARRY_PROD=_CARRY_PRODUCTS,
+        CARRY_PROD=_carry_prod(),
     )
     return args, meta
 
@@ -2202,7 +2215,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     ]
     meta = dict(
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
-        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_CARRY_PRODUCTS,
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_carry_prod(),
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
                   few=_TM_FEW_TILES.get("forward"), form=_one_chunk_form("forward", p),

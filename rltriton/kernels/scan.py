@@ -946,7 +946,9 @@ def segment_carry_in(
     REVERSE, seg - 1 - k otherwise), so the composition applied to ``init`` is
     ``sum_k a_k prod_{j<k} b_j + (prod_k b_k) init``: the exclusive products are one forward
     ``tl.cumprod`` of b read one column late, and the rest are reductions, which need no
-    order (a product and a sum). ``CUT``: see :func:`times`."""
+    order (a product and a sum). ``PROD = 2`` (``launch._CARRY_FOLD_INIT``): ``init`` is
+    the term of the column past the last segment, so the sum alone gives the carry (no product
+    reduction, no second read of the b). ``CUT``: see :func:`times`."""
     cols = tl.arange(0, S_BLOCK)[None, :]
     if PROD:
         if REVERSE:
@@ -956,7 +958,7 @@ def segment_carry_in(
         inside = row_mask & (segs >= 0) & (segs < n_segs)
         off = rows * s_sr + segs * s_ss
         a = tl.load(sum_a_ptr + off, mask=inside, other=0.0)
-        b = tl.load(sum_b_ptr + off, mask=inside, other=1.0)
+        b = tl.load(sum_b_ptr + off, mask=inside, other=1.0)  # (unread with PROD = 2)
         # b of the column before (1 for column 0): its cumulative product is the exclusive one
         if REVERSE:
             before = seg + cols
@@ -965,8 +967,16 @@ def segment_carry_in(
         b_before = tl.load(sum_b_ptr + rows * s_sr + before * s_ss,
                            mask=row_mask & (cols > 0) & (before >= 0) & (before < n_segs), other=1.0)
         excl = tl.cumprod(b_before, axis=1)
-        total_b = tl.reduce(b, 1, _product)
-        return madd(tl.sum(times(excl, a, CUT), axis=1), total_b, init, CUT)
+        if PROD == 2:
+            # init as one more term, in the column just past the segments before this one
+            # (there is one: they are at most n_segs - 1 <= S_BLOCK - 1), whose exclusive
+            # product is the product of every b: one reduction instead of a sum and a product
+            n_before = n_segs - 1 - seg if REVERSE else seg
+            a = tl.where(cols == n_before, tl.broadcast_to(init[:, None], a.shape), a)
+            return tl.sum(times(excl, a, CUT), axis=1)
+        else:
+            total_b = tl.reduce(b, 1, _product)
+            return madd(tl.sum(times(excl, a, CUT), axis=1), total_b, init, CUT)
     if TIME_MAJOR or not REVERSE:
         if REVERSE:
             segs = n_segs - 1 - cols
