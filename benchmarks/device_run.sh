@@ -541,8 +541,10 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       # prepared in session 34: PHASE 2's carry-in with the initial carry folded into its sum
       # (launch._CARRY_FOLD_INIT: a cross-warp reduction fewer, V-trace's interior path at
       # 1 x 1048576 9 -> 6 barriers): its GPU tests, then an A/B at the long rows
-      gpu_tests 200 "test_carry_products_split" gpu_s35_fold.log
-      variants_ab s35 250 discounted_returns,td_lambda,gae,vtrace,retrace,traces 1x1048576,16x262144,4x524288,64x65536 \
+      gpu_tests 200 "test_carry_products_split or test_carry_fold_time_major" gpu_s35_fold.log
+      variants_ab s35 220 discounted_returns,td_lambda,gae,vtrace,retrace,traces 1x1048576,16x262144,4x524288,64x65536 \
+        two fold='s/^_CARRY_FOLD_INIT = False/_CARRY_FOLD_INIT = True/'
+      variants_ab s35tm 120 gae_tm,td_lambda_tm,vtrace_tm 512x2048,512x4096,64x65536 \
         two fold='s/^_CARRY_FOLD_INIT = False/_CARRY_FOLD_INIT = True/' ;;
     s35-coop)
       # prepared in session 34: where the cooperative single pass's time goes at one row of

@@ -826,6 +826,25 @@ def test_carry_products_split(shape, name, form, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(512, 2048), (256, 8192), (64, 65536)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_carry_fold_time_major(shape, name, monkeypatch):
+    """launch._CARRY_FOLD_INIT forced on time-major storage, whose splits compose the
+    summaries along the rows ([BN, S_BLOCK] tiles of segments in scan order): against float64."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_CARRY_FOLD_INIT", True)
+    used = launches_used(monkeypatch, launch)
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=12, time_major=True))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} time-major carry fold")
+        phase2 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 2]
+        assert phase2 and all(kw.get("CARRY_PROD") == 2 for kw in phase2), phase2
+    finally:
+        launch.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(64, 65536), (1, 1048576), (16, 300000)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("time_major", [False, True], ids=["bm", "tm"])
 def test_seg_flip_split(shape, name, time_major, monkeypatch):
