@@ -187,6 +187,24 @@ def launches_used(monkeypatch, launch) -> list:
     return used
 
 
+def split_passes(used) -> list[dict]:
+    """The settings of the two passes of a time split (PHASE 1 and 2) among the launches
+    recorded by :func:`launches_used`."""
+    return [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
+
+
+def assert_same_non_finite(outs, others) -> None:
+    """Two runs' outputs of a call with NaN or inf inputs, a setting on and off: the same
+    non-finite elements (NaN where NaN), the others within float32 rounding of the two
+    summation orders; and the poison reached some of the first output."""
+    for a, b in zip(outs, others):
+        assert torch.equal(a.isfinite(), b.isfinite())
+        fin = a.isfinite()
+        assert torch.equal(a[~fin].isnan(), b[~fin].isnan())
+        assert torch.allclose(a[fin], b[fin], rtol=1e-5, atol=1e-5)
+    assert not outs[0].isfinite().all()
+
+
 @pytest.fixture
 def small_tiles(monkeypatch, poisoned):
     """Small tiles with the time split (see :func:`use_small_tiles`)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import INTERPRET, launches_used, plans_used, use_small_tiles
+from tests.conftest import INTERPRET, assert_same_non_finite, launches_used, plans_used, split_passes, use_small_tiles
 from tests.rollouts import (
     BOOTSTRAP_FORMS,
     ESTIMATORS,
@@ -842,18 +842,6 @@ def test_split_one_chunk_segments(name, group_tiles, monkeypatch, poisoned):
         check(make_case(name, (3, 63), seed=37), "triton")
     finally:
         poisoned.clear_caches()
-
-
-def assert_same_non_finite(outs, others) -> None:
-    """Two runs' outputs of a call with NaN or inf inputs, a setting on and off: the same
-    non-finite elements (NaN where NaN), the others within float32 rounding of the two
-    summation orders; and the poison reached some of the first output."""
-    for a, b in zip(outs, others):
-        assert torch.equal(a.isfinite(), b.isfinite())
-        fin = a.isfinite()
-        assert torch.equal(a[~fin].isnan(), b[~fin].isnan())
-        assert torch.allclose(a[fin], b[fin], rtol=1e-5, atol=1e-5)
-    assert not outs[0].isfinite().all()
 
 
 MAP_REDUCE_NAMES = ["gae", "td_lambda", "discounted_returns"]
@@ -1906,11 +1894,6 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
 INTERIOR_NAMES = ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum"]
 
 
-def _interior_launches(used) -> list[dict]:
-    """The settings of the split passes recorded by :func:`launches_used`."""
-    return [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
-
-
 def _time_strided(case):
     """``case`` with its first tensor (rewards, or x) read through a view of time stride 2,
     NaN between the steps: an interior segment's pointer moves by its first step times the
@@ -1981,7 +1964,7 @@ def test_interior(name, lazy, bootstrap, monkeypatch, poisoned):
             for case in cases:
                 used.clear()
                 check(case, "triton")
-                passes = _interior_launches(used)
+                passes = split_passes(used)
                 assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), (case.T, passes)
                 assert all(bool(kw.get("INTERIOR_LAZY")) == lazy for kw in passes), (case.T, passes)
     finally:

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import rltriton as rt
-from tests.conftest import launches_used, plans_used
+from tests.conftest import assert_same_non_finite, launches_used, plans_used, split_passes
 from tests.rollouts import (
     BOOTSTRAP_FORMS,
     ESTIMATORS,
@@ -726,7 +726,7 @@ def test_interior(shape, name, form, monkeypatch):
         kw = dict(per_step=True) if form == "per_step" else dict(bootstrap=form)
         case = on_gpu(make_case(name, shape, seed=13, **kw))
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} interior {form}")
-        passes = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
+        passes = split_passes(used)
         assert len(passes) == 2 and all(kw.get("INTERIOR") for kw in passes), passes
     finally:
         launch.clear_caches()
@@ -742,7 +742,6 @@ def test_interior_lazy(shape, name, form, monkeypatch):
     with a NaN or inf reward after an episode end and late in a row (``nan``, ``inf``), the
     same non-finite elements as with launch._INTERIOR off, the rest within rounding."""
     from rltriton.kernels import launch
-    from tests.test_backends import assert_same_non_finite
 
     used = launches_used(monkeypatch, launch)
     monkeypatch.setattr(launch, "_INTERIOR_LAZY", frozenset({"td_lambda", "discounted_returns"}))
@@ -766,7 +765,7 @@ def test_interior_lazy(shape, name, form, monkeypatch):
             kw = dict(per_step=True) if form == "per_step" else dict(bootstrap=form)
             case = on_gpu(make_case(name, shape, seed=13, **kw))
             _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} interior lazy {form}")
-        passes = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") in (1, 2)]
+        passes = split_passes(used)
         assert passes and all(kw.get("INTERIOR_LAZY") for kw in passes if kw.get("INTERIOR")), passes
         assert any(kw.get("INTERIOR") for kw in passes), passes
     finally:
