@@ -56,6 +56,8 @@
 #   GAE and discounted returns at the long rows;
 #   s35-fold, ~8 min: launch._CARRY_FOLD_INIT's GPU tests and an A/B at the long rows
 #   (prepared in session 34);
+#   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
+#   s35-long, ~5 min: every estimator's long rows against rl-triton;
 #   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
 #   1 x 1048576 (prepared in session 34);
 #   s34-check, ~6 min: the session's defaults at few-row splits, and Retrace's action form
@@ -543,9 +545,21 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       # 1 x 1048576 9 -> 6 barriers): its GPU tests, then an A/B at the long rows
       gpu_tests 200 "test_carry_products_split or test_carry_fold_time_major" gpu_s35_fold.log
       variants_ab s35 220 discounted_returns,td_lambda,gae,vtrace,retrace,traces 1x1048576,16x262144,4x524288,64x65536 \
-        two fold='s/^_CARRY_FOLD_INIT = False/_CARRY_FOLD_INIT = True/'
+        two='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = frozenset()/' fold='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = _CARRY_FOLD_FORMS/'
       variants_ab s35tm 120 gae_tm,td_lambda_tm,vtrace_tm 512x2048,512x4096,64x65536 \
-        two fold='s/^_CARRY_FOLD_INIT = False/_CARRY_FOLD_INIT = True/' ;;
+        two='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = frozenset()/' fold='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = _CARRY_FOLD_FORMS/' ;;
+    s35-fold2)
+      # session 35: the carry fold as default (not for discounted returns, which lost at
+      # 16 x 262144 in s35-fold: 17.3 -> 20.1 us): the GPU tests of the default splits, and an
+      # A/B of discounted returns with and without it (and with the lazy interior chunks too)
+      gpu_tests 180 "test_long_rows or segment_map_forward_long or test_interior or map_reduce or time_major_few_rows or seg_flip or nonfinite_default" gpu_s35_fold2.log
+      variants_ab s35b 150 discounted_returns 16x262144,8x262144,32x131072,16x131072,32x262144,64x65536,1x1048576,4x524288 \
+        new drfold='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = _CARRY_FOLD_FORMS/' \
+        drfoldlazy='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = _CARRY_FOLD_FORMS/;s/^_INTERIOR_LAZY = frozenset({"td_lambda"})/_INTERIOR_LAZY = frozenset({"td_lambda", "discounted_returns"})/' ;;
+    s35-long)
+      # session 35: every estimator's long rows in the harness against rl-triton (the carry fold)
+      timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --peers rl-triton --max-minutes 4.5 --no-plots --tag s35-long --out "$OUT" 2>&1 | tail -20 ;;
     s35-coop)
       # prepared in session 34: where the cooperative single pass's time goes at one row of
       # 2^20 steps (8.8 us against 8.2 for the two passes, with interior chunks; it reads the

@@ -299,7 +299,7 @@ def test_carry_products(name, one_chunk, products, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
     monkeypatch.setattr(poisoned, "_CARRY_PRODUCTS", bool(products))
-    monkeypatch.setattr(poisoned, "_CARRY_FOLD_INIT", products == "fold")
+    monkeypatch.setattr(poisoned, "_CARRY_FOLD_INIT", poisoned._CARRY_FOLD_FORMS if products == "fold" else frozenset())
     monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
     monkeypatch.setattr(poisoned, "_SEG_STEPS", 16 if one_chunk else 32)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments, pl.seg_len <= pl.block_t,

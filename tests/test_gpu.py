@@ -813,7 +813,7 @@ def test_carry_products_split(shape, name, form, monkeypatch):
     from rltriton.kernels import launch
 
     monkeypatch.setattr(launch, "_CARRY_PRODUCTS", form == "fold")
-    monkeypatch.setattr(launch, "_CARRY_FOLD_INIT", form == "fold")
+    monkeypatch.setattr(launch, "_CARRY_FOLD_INIT", launch._CARRY_FOLD_FORMS if form == "fold" else frozenset())
     launch.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, seed=10))
@@ -831,7 +831,7 @@ def test_carry_fold_time_major(shape, name, monkeypatch):
     summaries along the rows ([BN, S_BLOCK] tiles of segments in scan order): against float64."""
     from rltriton.kernels import launch
 
-    monkeypatch.setattr(launch, "_CARRY_FOLD_INIT", True)
+    monkeypatch.setattr(launch, "_CARRY_FOLD_INIT", launch._CARRY_FOLD_FORMS)
     used = launches_used(monkeypatch, launch)
     launch.clear_caches()
     try:

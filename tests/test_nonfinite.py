@@ -74,7 +74,7 @@ MODES = {
     "time-major-eager": dict(split=True, _TD_LAZY_CUT=False),
     "carry-scan": dict(split=True, _CARRY_PRODUCTS=False),
     # the initial carry folded into PHASE 2's sum of products (launch._CARRY_FOLD_INIT)
-    "carry-fold": dict(split=True, _CARRY_FOLD_INIT=True),
+    "carry-fold": dict(split=True, _CARRY_FOLD_INIT=launch._CARRY_FOLD_FORMS),
     # rows across lanes (launch._ROW_LANES) for every form, at 40 steps: two columns of groups
     "lanes": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0,
                   _ROW_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace", "retrace_actions"), 64)),

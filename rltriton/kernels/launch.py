@@ -550,19 +550,30 @@ _SEGMENT_MAP_FORWARD = True
 # time-major 79.5 -> 76.3; 1 x 1048576 V-trace 16.9 -> 14.2; 64 x 65536 V-trace 57.7 -> 51.2;
 # 512 x 4096 (no split) unchanged.
 _CARRY_PRODUCTS = True
+# (every kernel form _CARRY_FOLD_INIT can name: the split forms of run_backward and "forward"
+# for the traces and prefix sums; the tests force it on all of them)
+_CARRY_FOLD_FORMS = frozenset({"gae", "td_lambda", "discounted_returns", "vtrace", "retrace",
+                               "retrace_actions", "forward"})
 # ... with the carry entering the row's last segment (init) folded into the sum as one more
-# column (scan.segment_carry_in's PROD = 2): the product of the b and its reduction go, a
-# cross-warp reduction (two barriers) fewer on PHASE 2's path before its scan, which at one
-# row of 2^20 steps is a wave of programs each as long as its chain of barriers. The carry-in
-# cost 1-3 us there in session 25 (a diagnostic that skipped it: V-trace 13.8 -> 10.6, TD(lambda)
-# 10.2 -> 8.7, GAE 9.3 -> 8.5). Interpreter-tested, not yet timed, so off.
-_CARRY_FOLD_INIT = False
+# column (scan.segment_carry_in's PROD = 2), for the kernel forms named here: the product of
+# the b and its reduction go, a cross-warp reduction (two barriers) fewer on PHASE 2's path
+# before its scan, which at one row of 2^20 steps is a wave of programs each as long as its
+# chain of barriers. The carry-in cost 1-3 us there in session 25 (a diagnostic that skipped
+# it: V-trace 13.8 -> 10.6, TD(lambda) 10.2 -> 8.7, GAE 9.3 -> 8.5). H200, Triton 3.6
+# (device_run.sh s35-fold, 2026-12-03-h200-s35-notes), products -> folded, us: 1 x 1048576
+# V-trace 12.5 -> 12.2, Retrace 13.0 -> 12.7, TD(lambda) 8.5 -> 8.3, traces 7.0 -> 6.8;
+# 16 x 262144 Retrace 44.7 -> 43.2, TD(lambda) 23.3 -> 22.6; 64 x 65536 V-trace 41.6 -> 40.4,
+# traces 17.0 -> 16.2; time-major TD(lambda) 512 x 4096 17.8 -> 17.1; GAE equal or faster
+# (26.9 -> 26.9, 8.9 -> 8.8). Discounted returns lost at 16 x 262144 (17.3 -> 20.1) and is
+# left out.
+_CARRY_FOLD_INIT = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})
 
 
-def _carry_prod() -> bool | int:
-    """The kernels' ``CARRY_PROD``: ``_CARRY_PRODUCTS``, or 2 for the products with the
-    initial carry folded in (``_CARRY_FOLD_INIT``)."""
-    return 2 if _CARRY_PRODUCTS and _CARRY_FOLD_INIT else _CARRY_PRODUCTS
+def _carry_prod(form: str) -> bool | int:
+    """The ``CARRY_PROD`` of kernel form ``form`` (a name of ``_CARRY_FOLD_FORMS``):
+    ``_CARRY_PRODUCTS``, or 2 for the products with the initial carry folded in (a form
+    named in ``_CARRY_FOLD_INIT``)."""
+    return 2 if _CARRY_PRODUCTS and form in _CARRY_FOLD_INIT else _CARRY_PRODUCTS
 # TD(lambda)'s and discounted returns' scans cut where beta = 0 (scan.times: a select after
 # every multiply of the scan, so a later episode's NaN or inf stays there). Since that cut
 # (session 11) their kernels compile to ~36% more PTX (static, Triton 3.6: [4, 512]
@@ -1935,7 +1946,6 @@ def _common(p: Problem, rows: _Rows, dummy: Tensor) -> tuple[list, dict]:
     meta = dict(
         HAS_TERM=term[0] is not None, HAS_TRUNC=trunc[0] is not None, NV_MODE=mode,
         G_TENSOR=g[5], L_TENSOR=lm[5], DT=_dt(p), GROUP_TILES=_GROUP_TILES, SEG_MAP_FWD=_SEGMENT_MAP_FORWARD,
-        CARRY_PROD=_carry_prod(),
     )
     return args, meta
 
@@ -2094,6 +2104,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     # (discounted returns to the window edge: _DR_TM_LANES_ANY)
     tm_lanes_edge = _DR_TM_LANES_ANY and kind == "td_lambda" and _scalar_returns_to_the_edge(p, meta)
     split_form = "discounted_returns" if kind == "td_lambda" and raw.get("values") is None else kform
+    meta["CARRY_PROD"] = _carry_prod(split_form)
     pl = plan_for(R, T, p.device, time_major=r[1] == 1, wide=kform in _TM_WIDE_KINDS,  # unit row stride: [T, N]
                   long_rows=_LONG_ROWS.get(kind, _LONG_ROWS_DEFAULT), few=_TM_FEW_TILES.get(kform),
                   form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
@@ -2215,7 +2226,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     ]
     meta = dict(
         KIND=k, HAS_DONES=d2 is not None, HAS_INIT=init2 is not None,
-        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_carry_prod(),
+        G_TENSOR=g_tensor, L_TENSOR=l_tensor, DT=_dt(p), CARRY_PROD=_carry_prod("forward"),
     )
     pl = plan_for(R * F, T, p.device, time_major=F == 1 and x3.stride(0) == 1, forward=True,
                   few=_TM_FEW_TILES.get("forward"), form=_one_chunk_form("forward", p),
