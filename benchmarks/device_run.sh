@@ -57,6 +57,7 @@
 #   s35-fold, ~8 min: launch._CARRY_FOLD_INIT's GPU tests and an A/B at the long rows
 #   (prepared in session 34);
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
+#   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-long, ~5 min: every estimator's long rows against rl-triton;
 #   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
 #   1 x 1048576 (prepared in session 34);
@@ -556,6 +557,13 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       variants_ab s35b 150 discounted_returns 16x262144,8x262144,32x131072,16x131072,32x262144,64x65536,1x1048576,4x524288 \
         new drfold='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = _CARRY_FOLD_FORMS/' \
         drfoldlazy='s/^_CARRY_FOLD_INIT = .*/_CARRY_FOLD_INIT = _CARRY_FOLD_FORMS/;s/^_INTERIOR_LAZY = frozenset({"td_lambda"})/_INTERIOR_LAZY = frozenset({"td_lambda", "discounted_returns"})/' ;;
+    s35-av)
+      # session 35: the rest of s35-fold2's GPU tests (its time box ended at 68%, no failure),
+      # and Retrace's action form with and without the carry fold (untimed in s35-fold; the
+      # harness had 16 x 262144 at 115.7 us against 111.2 in s34-check)
+      gpu_tests 150 "time_major_few_rows or seg_flip or nonfinite_default" gpu_s35_av.log
+      variants_ab s35av 100 retrace_av 16x262144,1x1048576,64x65536,4x524288 \
+        new nofold='s/^_CARRY_FOLD_INIT = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})/_CARRY_FOLD_INIT = frozenset({"gae", "td_lambda", "vtrace", "retrace", "forward"})/' ;;
     s35-long)
       # session 35: every estimator's long rows in the harness against rl-triton (the carry fold)
       timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \

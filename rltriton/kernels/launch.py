@@ -564,9 +564,10 @@ _CARRY_FOLD_FORMS = frozenset({"gae", "td_lambda", "discounted_returns", "vtrace
 # V-trace 12.5 -> 12.2, Retrace 13.0 -> 12.7, TD(lambda) 8.5 -> 8.3, traces 7.0 -> 6.8;
 # 16 x 262144 Retrace 44.7 -> 43.2, TD(lambda) 23.3 -> 22.6; 64 x 65536 V-trace 41.6 -> 40.4,
 # traces 17.0 -> 16.2; time-major TD(lambda) 512 x 4096 17.8 -> 17.1; GAE equal or faster
-# (26.9 -> 26.9, 8.9 -> 8.8). Discounted returns lost at 16 x 262144 (17.3 -> 20.1) and is
-# left out.
-_CARRY_FOLD_INIT = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})
+# (26.9 -> 26.9, 8.9 -> 8.8). Left out: discounted returns (16 x 262144 17.3 -> 20.1, again
+# 17.6 -> 20.6 and 32 x 262144 33.8 -> 41.0 in s35-fold2) and Retrace's action form (s35-av:
+# 16 x 262144 110.1 -> 115.2, 64 x 65536 111.4 -> 116.2; 4 x 524288 66.2 -> 64.6).
+_CARRY_FOLD_INIT = frozenset({"gae", "td_lambda", "vtrace", "retrace", "forward"})
 
 
 def _carry_prod(form: str) -> bool | int:
