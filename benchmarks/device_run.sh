@@ -58,6 +58,7 @@
 #   (prepared in session 34);
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
+#   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
 #   s35-long, ~5 min: every estimator's long rows against rl-triton;
 #   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
 #   1 x 1048576 (prepared in session 34);
@@ -564,6 +565,20 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       gpu_tests 150 "time_major_few_rows or seg_flip or nonfinite_default" gpu_s35_av.log
       variants_ab s35av 100 retrace_av 16x262144,1x1048576,64x65536,4x524288 \
         new nofold='s/^_CARRY_FOLD_INIT = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})/_CARRY_FOLD_INIT = frozenset({"gae", "td_lambda", "vtrace", "retrace", "forward"})/' ;;
+    s35-pdl)
+      # session 35: launch._PDL, a split's PHASE 2 as a programmatic dependent launch: its GPU
+      # tests; the same tests with PHASE 2's wait taken out (a mutation: expected to fail, as
+      # PHASE 2 then reads NaN summaries); an A/B at the long rows, few rows and time-major
+      gpu_tests 150 "test_pdl_split" gpu_s35_pdl.log
+      rm -rf /tmp/mut && mkdir /tmp/mut && cp -r rltriton tests pyproject.toml /tmp/mut/ \
+        && sed -i 's/"griddepcontrol.wait; \/\/ \$0"/"mov.u32 \$0, 0;"/' /tmp/mut/rltriton/kernels/scan.py \
+        && grep -c "mov.u32" /tmp/mut/rltriton/kernels/scan.py \
+        && (cd /tmp/mut && PYTHONPATH=/tmp/mut timeout 100 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 \
+          -p no:cacheprovider -k "test_pdl_split and (1x1048576 or 16x262144)" 2>&1 | tee "$OUT/gpu_s35_pdl_mutant.log" | tail -2)
+      variants_ab s35p 150 discounted_returns,td_lambda,gae,vtrace,retrace,traces 1x1048576,16x262144,4x524288,64x65536 \
+        off pdl='s/^_PDL = False/_PDL = True/'
+      variants_ab s35pf 90 gae,vtrace,retrace_av,gae_tm,vtrace_tm 1x131072,8x16384,32x8192,128x8192,512x2048,64x65536 \
+        off pdl='s/^_PDL = False/_PDL = True/' ;;
     s35-long)
       # session 35: every estimator's long rows in the harness against rl-triton (the carry fold)
       timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \

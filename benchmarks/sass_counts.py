@@ -96,6 +96,8 @@ def compile_launch(spec: dict):
     options = dict(num_warps=warps)
     if "maxnreg" in kw:  # a register cap (launch._LOOP_MAXNREG's) is a compile option
         options["maxnreg"] = kw.pop("maxnreg")
+    if kw.pop("launch_pdl", False):  # (launch._PDL's PHASE 2: a launch attribute, compiled in)
+        options["launch_pdl"] = True
     names = kernel.arg_names
     params = {p.name: p for p in kernel.params}
     sig: dict = {}

@@ -824,6 +824,49 @@ def test_carry_products_split(shape, name, form, monkeypatch):
         launch.clear_caches()
 
 
+class _NaNEmpty:
+    """``torch`` as launch.py sees it, but ``torch.empty`` fills what it makes with NaN: the
+    summaries of a time split start poisoned (a fill launched before PHASE 1, in stream
+    order), so a PHASE 2 that read them before PHASE 1 wrote them writes NaN."""
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    @staticmethod
+    def empty(*a, **k):
+        out = torch.empty(*a, **k)
+        return out.fill_(float("nan")) if out.is_floating_point() else out
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape, time_major", [((1, 1048576), False), ((16, 262144), False), ((64, 65536), False),
+                                               ((16, 300000), False), ((3, 40000), False), ((512, 2048), True),
+                                               ((64, 65536), True)],
+                         ids=lambda v: f"{v[0]}x{v[1]}" if isinstance(v, tuple) else ("tm" if v else "bm"))
+def test_pdl_split(shape, time_major, name, monkeypatch):
+    """launch._PDL forced on: a split's PHASE 2 launched as a programmatic dependent launch
+    that PHASE 1 releases at its start, waiting for PHASE 1 before any load
+    (scan.grid_dependency), with the summaries NaN until PHASE 1 writes them: against
+    float64, batch- and time-major, one row of 2^20 steps (one wave of programs, so PHASE 2's
+    start while PHASE 1 runs is the common case) to 16 x 300000 (a short last segment)."""
+    from rltriton.kernels import launch
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("programmatic dependent launch needs sm_90")
+    monkeypatch.setattr(launch, "_PDL", True)
+    monkeypatch.setattr(launch, "torch", _NaNEmpty())
+    used = launches_used(monkeypatch, launch)
+    launch.clear_caches()
+    try:
+        case = on_gpu(make_case(name, shape, seed=13, time_major=time_major))
+        _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} pdl")
+        passes = split_passes(used)
+        assert [kw.get("launch_pdl", False) for kw in passes] == [False, True] * (len(passes) // 2), passes
+        assert passes and all(kw["PDL"] for kw in passes), passes
+    finally:
+        launch.clear_caches()
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(512, 2048), (256, 8192), (64, 65536)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_carry_fold_time_major(shape, name, monkeypatch):

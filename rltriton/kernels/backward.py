@@ -108,6 +108,7 @@ def gae_kernel(
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, MAP_REDUCE: tl.constexpr = False,
     INTERIOR: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V.
     ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
@@ -138,7 +139,7 @@ def gae_kernel(
     s_o_t = aligned(s_o_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -348,6 +349,7 @@ def td_lambda_kernel(
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, EDGE_CARRY: tl.constexpr = False,
     EXACT_T: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False, INTERIOR: tl.constexpr = False,
     INTERIOR_LAZY: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -404,7 +406,7 @@ def td_lambda_kernel(
     s_o_t = aligned(s_o_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP,
+        GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP, PDL=PDL,
     )
     if EXACT_T:  # (PHASE 0's grid axis 1 is one wide)
         seg = 0
@@ -544,6 +546,7 @@ def vtrace_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
@@ -574,7 +577,7 @@ def vtrace_kernel(
     s_pg_t = aligned(s_pg_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
@@ -781,6 +784,7 @@ def retrace_kernel(
     SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
     TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -834,7 +838,7 @@ def retrace_kernel(
     s_a_t = aligned(s_a_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1

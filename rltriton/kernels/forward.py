@@ -21,6 +21,7 @@ from rltriton.kernels.scan import (
     aligned,
     chunk_map,
     compose,
+    grid_dependency,
     interior_chunk,
     load_coef,
     load_flag,
@@ -47,6 +48,7 @@ def forward_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row). ``TM_W`` > 0: a
     time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
@@ -72,6 +74,7 @@ def forward_kernel(
     s_g_t = aligned(s_g_t, TM_DIV)
     s_l_t = aligned(s_l_t, TM_DIV)
     s_o_t = aligned(s_o_t, TM_DIV)
+    grid_dependency(PHASE, PDL)  # (launch._PDL: before any load)
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR,
                                                 SEG_FLIP=SEG_FLIP, TM_LANES=TM_W > 0)
     if ONE_CHUNK:  # static one-trip loop (see backward.py)

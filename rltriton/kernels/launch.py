@@ -316,6 +316,12 @@ _COOP_MAX_T = 8192
 _COOP_PER_SM = 2
 _COOP_ELEMS = 16
 _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
+# The two passes of a time split as a programmatic dependent launch (sm_90 and newer: Hopper):
+# PHASE 1 lets PHASE 2 launch once all of its programs have started, and PHASE 2, launched
+# with the programmatic stream serialisation attribute, waits for PHASE 1 to complete before
+# any load (scan.grid_dependency). The launch of the second pass and its programs' start
+# then overlap the first pass instead of following its last program. Not yet timed: off.
+_PDL = False
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
 # H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
 # expectation again at t + 1), for the forms named here ("actions": retrace_from_action_values,
@@ -1001,6 +1007,18 @@ class Plan(NamedTuple):
 @functools.lru_cache(maxsize=16)
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+@functools.lru_cache(maxsize=16)
+def _pdl_capable(index: int) -> bool:
+    return torch.cuda.get_device_capability(index) >= (9, 0)
+
+
+def _pdl(device: torch.device) -> bool:
+    """Whether a time split's passes on ``device`` take ``_PDL``'s dependent launch: a CUDA
+    device of compute capability 9.0 or newer (griddepcontrol; never the CPU interpreter)."""
+    return (_PDL and device.type == "cuda"
+            and _pdl_capable(device.index if device.index is not None else torch.cuda.current_device()))
 
 
 def _device_sms(device: torch.device) -> int:
@@ -1747,7 +1765,10 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
             return [(kernel, grid, coop, kw)], [sum_a, sum_b, state]
     # PHASE 2 only: PHASE 1 has no use for it
     flip = _SEG_FLIP and not pl.time_major and lanes * T >= _SEG_FLIP_MIN_ELEMS
-    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, SEG_FLIP=flip and phase == 2, **common))
+    # _PDL: both passes compile the grid dependency in, PHASE 2 launches with the attribute
+    pdl = [{}, {}] if not _pdl(device) else [dict(PDL=True), dict(PDL=True, launch_pdl=True)]
+    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, SEG_FLIP=flip and phase == 2, **common,
+                                      **pdl[phase - 1]))
             for phase in (1, 2)], [sum_a, sum_b]
 
 

@@ -1093,15 +1093,36 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
 
 
 @triton.jit
+def grid_dependency(PHASE: tl.constexpr, PDL: tl.constexpr):
+    """The two passes of a time split as a programmatic dependent launch (``launch._PDL``,
+    sm_90 and newer): PHASE 1 lets PHASE 2's programs launch as soon as all of its own
+    have started (``griddepcontrol.launch_dependents``), so PHASE 2's launch and the start
+    of its programs overlap PHASE 1's work; PHASE 2, launched with the programmatic stream
+    serialisation attribute, waits here (``griddepcontrol.wait``) until PHASE 1 has
+    completed and its summaries are visible, before any load. Both instructions are no-ops
+    in a launch without the attribute. Inline PTX, as Triton's own ``gdc_wait`` (not in
+    every Triton this package supports); the CPU interpreter never takes it."""
+    if PDL:
+        if PHASE == 1:
+            tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
+                                      is_pure=False, pack=1)
+        elif PHASE == 2:
+            tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False,
+                                      pack=1)
+
+
+@triton.jit
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
                   PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False, PROD: tl.constexpr = False,
-                  CUT: tl.constexpr = False, SEG_FLIP: tl.constexpr = False):
+                  CUT: tl.constexpr = False, SEG_FLIP: tl.constexpr = False, PDL: tl.constexpr = False):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
     mask, the summary strides (:func:`summary_strides`), and the carry entering the segment
     (0, or from the summaries in PHASE 2; with ONE_CHUNK, :func:`scan_step` reads the
     summaries instead, after the tile's loads). With ``GROUP_TILES = 3`` (PHASE 0, one
-    chunk) the rows are per group (:func:`chunk_tile`) and the carry is a single 0."""
+    chunk) the rows are per group (:func:`chunk_tile`) and the carry is a single 0.
+    ``PDL``: :func:`grid_dependency` first."""
+    grid_dependency(PHASE, PDL)
     FLAT: tl.constexpr = GROUP_TILES == 3
     rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT,
                                                SEG_FLIP, GROUP_TILES == 5)
