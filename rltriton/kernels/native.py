@@ -30,7 +30,8 @@ the same bit for bit, only the host time differs.
 Only the plain case is armed: one launch or several (a time split's two, whose scratch
 buffers of segment summaries the table makes per call; not a cooperative split's barrier
 counters, which are the stream's), each kernel compiled for one CTA a program with no
-cooperative grid, no programmatic dependent launch and no scratch memory, and a parameter
+cooperative grid and no scratch memory (a programmatic dependent launch, ``launch._PDL``'s
+PHASE 2, goes through ``cuLaunchKernelEx`` with its attribute), and a parameter
 list whose sizes match what the driver reports for the compiled kernel
 (``cuFuncGetParamInfo``). A call declines to the Python path (which handles everything) on a
 signature it has not armed, while a Triton launch hook is set, in a thread with no current
@@ -202,17 +203,16 @@ _SCALARS = {"i1": "b", "i8": "b", "u1": "B", "u8": "B", "i16": "h", "u16": "H", 
 def step_spec(fast) -> tuple | None:
     """One launch of a replay (its :class:`~rltriton.kernels.launch._FastLaunch`) as
     :meth:`Table.add` takes it, or None where the plain launch does not apply: a kernel
-    needing more than one CTA a program, a cooperative grid, programmatic dependent launch
-    or scratch memory, an argument of a type not handled, or a parameter list whose sizes
-    differ from the driver's. The replay's scratch buffers (source 2) are made by the table
-    per call (:func:`arm`)."""
+    needing more than one CTA a program, a cooperative grid or scratch memory, an argument
+    of a type not handled, or a parameter list whose sizes differ from the driver's. The
+    replay's scratch buffers (source 2) are made by the table per call (:func:`arm`); its
+    last field says whether the launch is a programmatic dependent one (``launch._PDL``)."""
     if fast is None:
         return None
     c = fast.compiled
     md = c.metadata
     if getattr(md, "num_ctas", 1) != 1 or getattr(md, "launch_cooperative_grid", False) \
-            or getattr(md, "launch_pdl", False) or getattr(md, "global_scratch_size", 0) \
-            or getattr(md, "profile_scratch_size", 0):
+            or getattr(md, "global_scratch_size", 0) or getattr(md, "profile_scratch_size", 0):
         return None
     cluster = getattr(md, "cluster_dims", None)
     if cluster is not None and tuple(cluster) not in ((), (1,), (1, 1), (1, 1, 1)):
@@ -259,7 +259,7 @@ def step_spec(fast) -> tuple | None:
     cells += [bytes(8)] * len(extra)
     g = fast.grid
     return (int(c.function), int(g[0]), int(g[1]) if len(g) > 1 else 1, 32 * int(md.num_warps),
-            int(md.shared), b"".join(cells), slots, c)
+            int(md.shared), b"".join(cells), slots, c, bool(getattr(md, "launch_pdl", False)))
 
 
 def arm(table: Any, replay, tensors: tuple, time_dim, backend) -> bool | None:

@@ -46,8 +46,30 @@ using cuLaunchKernel_t = CUresult (*)(void*, unsigned, unsigned, unsigned, unsig
                                       void*, void**, void**);
 using cuCtxGetCurrent_t = CUresult (*)(void**);
 using cuFuncGetParamInfo_t = CUresult (*)(void*, size_t, size_t*, size_t*);
+// cuLaunchKernelEx's configuration (CUDA >= 12.0) as cuda.h lays it out (CUlaunchConfig,
+// CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union), for the one attribute
+// used here: programmatic stream serialisation (id 6, its value an int at the union's start),
+// a time split's PHASE 2 launched as a programmatic dependent launch (launch._PDL)
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int flag;
+    void* align;
+  } value;
+};
+struct LaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
+  void* stream;
+  LaunchAttribute* attrs;
+  unsigned num_attrs;
+};
+constexpr int kProgrammaticStreamSerialization = 6;
+using cuLaunchKernelEx_t = CUresult (*)(const LaunchConfig*, void*, void**, void**);
 
 cuLaunchKernel_t cu_launch = nullptr;
+cuLaunchKernelEx_t cu_launch_ex = nullptr;  // null on a driver older than CUDA 12.0: no PDL step arms
 cuCtxGetCurrent_t cu_ctx_get_current = nullptr;
 cuFuncGetParamInfo_t cu_param_info = nullptr;
 
@@ -58,6 +80,7 @@ bool load_driver() {
   cu_launch = reinterpret_cast<cuLaunchKernel_t>(dlsym(h, "cuLaunchKernel"));
   cu_ctx_get_current = reinterpret_cast<cuCtxGetCurrent_t>(dlsym(h, "cuCtxGetCurrent"));
   cu_param_info = reinterpret_cast<cuFuncGetParamInfo_t>(dlsym(h, "cuFuncGetParamInfo"));  // CUDA >= 12.4
+  cu_launch_ex = reinterpret_cast<cuLaunchKernelEx_t>(dlsym(h, "cuLaunchKernelEx"));
   if (cu_launch == nullptr || cu_ctx_get_current == nullptr) {
     cu_launch = nullptr;
     return false;
@@ -99,6 +122,7 @@ struct Step {
   PyRef keep;  // Triton's compiled kernel: its CUfunction stays loaded while the entry lives
   void* function = nullptr;
   unsigned grid_x = 1, grid_y = 1, block = 32, shared = 0;
+  bool pdl = false;  // launched with programmatic stream serialisation (cuLaunchKernelEx)
   std::vector<uint64_t> params;  // one 8-byte cell per kernel parameter, the recorded values
   std::vector<Slot> slots;
 };
@@ -288,10 +312,19 @@ PyObject* table_call_impl(PyObject* self, PyObject* const* args, Py_ssize_t narg
     }
     std::vector<void*> ptrs(cells.size());
     for (size_t i = 0; i < cells.size(); ++i) ptrs[i] = &cells[i];
-    CUresult err = cu_launch(s.function, s.grid_x, s.grid_y, 1, s.block, 1, 1, s.shared, stream, ptrs.data(),
-                             nullptr);
+    CUresult err;
+    if (s.pdl) {
+      LaunchAttribute attr{};
+      attr.id = kProgrammaticStreamSerialization;
+      attr.value.flag = 1;
+      LaunchConfig cfg{s.grid_x, s.grid_y, 1, s.block, 1, 1, s.shared, stream, &attr, 1};
+      err = cu_launch_ex(&cfg, s.function, ptrs.data(), nullptr);
+    } else {
+      err = cu_launch(s.function, s.grid_x, s.grid_y, 1, s.block, 1, 1, s.shared, stream, ptrs.data(), nullptr);
+    }
     if (err != 0) {
-      PyErr_Format(PyExc_RuntimeError, "rltriton native launch: cuLaunchKernel failed with CUDA error %d", err);
+      PyErr_Format(PyExc_RuntimeError, "rltriton native launch: cuLaunchKernel%s failed with CUDA error %d",
+                   s.pdl ? "Ex" : "", err);
       return nullptr;
     }
   }
@@ -329,7 +362,8 @@ bool as_long(PyObject* o, long long& v) {
 // Table.add(tensors, time_dim, backend, steps, out_dtypes[, scratch]): arm the signature of
 // these tensors. steps: a list of (function, grid_x, grid_y, block, shared, params: bytes of
 // one little-endian 8-byte cell per parameter, slots: list of (param, src, index, align), keep:
-// the object owning the function, held while the entry lives);
+// the object owning the function, held while the entry lives[, pdl: launch it with
+// programmatic stream serialisation]);
 // out_dtypes: a list of torch.dtype or None (the first tensor's); scratch: a list of
 // (elements, torch.dtype), the buffers each call makes (slots of src 2). Returns whether it
 // armed.
@@ -348,9 +382,9 @@ PyObject* table_add_impl(PyObject* self, PyObject* const* args, Py_ssize_t nargs
   PyObject* steps = args[3];
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(steps); ++i) {
     PyObject* st = PyList_GET_ITEM(steps, i);
-    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 8) {
+    if (!PyTuple_Check(st) || (PyTuple_GET_SIZE(st) != 8 && PyTuple_GET_SIZE(st) != 9)) {
       PyErr_SetString(PyExc_TypeError,
-                      "Table.add: a step is (function, grid_x, grid_y, block, shared, params, slots, keep)");
+                      "Table.add: a step is (function, grid_x, grid_y, block, shared, params, slots, keep[, pdl])");
       return nullptr;
     }
     Step s;
@@ -363,6 +397,12 @@ PyObject* table_add_impl(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     s.grid_y = static_cast<unsigned>(v[2]);
     s.block = static_cast<unsigned>(v[3]);
     s.shared = static_cast<unsigned>(v[4]);
+    if (PyTuple_GET_SIZE(st) == 9) {
+      int pdl = PyObject_IsTrue(PyTuple_GET_ITEM(st, 8));
+      if (pdl < 0) return nullptr;
+      s.pdl = pdl != 0;
+      if (s.pdl && cu_launch_ex == nullptr) Py_RETURN_FALSE;  // (the Python path launches it)
+    }
     PyObject* params = PyTuple_GET_ITEM(st, 5);
     PyObject* slots = PyTuple_GET_ITEM(st, 6);
     if (!PyBytes_Check(params) || PyBytes_GET_SIZE(params) % 8 != 0 || !PyList_Check(slots)) {
