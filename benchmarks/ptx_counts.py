@@ -123,7 +123,13 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
                 attrs[(i,)] = [["tt.divisibility", 16]]
     k = _compile(ASTSource(kernel, sig, cf, attrs), warps)
     ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
-    return {"regs": registers(ptx), "shfl": len(re.findall(r"\bshfl\.", ptx)),
+    wait, first_load = ptx.find("griddepcontrol.wait"), re.search(r"\bld\.global", ptx)
+    return {"regs": registers(ptx),
+            # launch._PDL (scan.grid_dependency): the dependent launch's release and wait, and
+            # whether the wait comes before every global load
+            "gdc_launch": ptx.count("griddepcontrol.launch_dependents"), "gdc_wait": ptx.count("griddepcontrol.wait"),
+            "gdc_wait_first": wait >= 0 and (first_load is None or wait < first_load.start()),
+            "shfl": len(re.findall(r"\bshfl\.", ptx)),
             "lds": len(re.findall(r"\bld\.shared", ptx)),
             "sts": len(re.findall(r"\bst\.shared", ptx)), "ldg": len(re.findall(r"\bld\.global", ptx)),
             "v4": len(re.findall(r"\b(?:ld|st)\.global[.a-z0-9]*\.v4", ptx)),
@@ -266,6 +272,13 @@ def static_checks(jobs: int = 1) -> dict[str, dict]:
     for phase in (1, 2):
         consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": phase, "S_BLOCK": 256, "ONE_CHUNK": True}
         add(f"gae_phase{phase}", B.gae_kernel, consts, 8)
+    # a time split's two passes as a programmatic dependent launch (launch._PDL), each kernel
+    # in the long rows' one-chunk segments ([1, 2048] on 4 warps, 512 segments)
+    for name, (kern, extra) in [*KERNELS.items(), ("traces", (F.forward_kernel, TRACES))]:
+        for phase in (1, 2) if name == "gae" else (2,):
+            consts = {**(TRACES if name == "traces" else BASE), **extra, "BLOCK_N": 1, "BLOCK_T": 2048,
+                      "PHASE": phase, "S_BLOCK": 512, "ONE_CHUNK": True, "CARRY_PROD": True, "PDL": True}
+            add(f"{name}_phase{phase}_pdl", kern, consts, 4)
     # PHASE 1 on chunks in time order (Triton < 3.7): the segment's map by a forward scan
     # (launch._SEGMENT_MAP_FORWARD)
     consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 1, "S_BLOCK": 256, "ONE_CHUNK": True,

@@ -52,7 +52,7 @@ def capture(name: str, shape: tuple[int, int], settings: list[str]) -> list[dict
 
     got: list = []
     orig = launch.launch_specs
-    real = launch._device_sms
+    real, real_pdl = launch._device_sms, launch._pdl
 
     def spy(*a, **k):
         got.append(orig(*a, **k)[0])
@@ -63,6 +63,7 @@ def capture(name: str, shape: tuple[int, int], settings: list[str]) -> list[dict
     apply_launch_settings(settings, time_major=time_major)
     launch.launch_specs = spy
     launch._device_sms = lambda device: launch._DEFAULT_SMS  # (the CPU's tensors stand for a GPU's)
+    launch._pdl = lambda device: launch._PDL  # (an sm_90 one)
     launch.clear_caches()
     try:
         make_case(name, shape, flags="terminated", seed=0, time_major=time_major)(backend="triton")
@@ -70,7 +71,7 @@ def capture(name: str, shape: tuple[int, int], settings: list[str]) -> list[dict
         pass
     finally:
         launch.launch_specs = orig
-        launch._device_sms = real
+        launch._device_sms, launch._pdl = real, real_pdl
     out = []
     for kernel, grid, args, kw in got[0]:
         sig = [("ptr", _PTR[str(a.dtype)]) if isinstance(a, torch.Tensor)

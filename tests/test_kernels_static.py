@@ -334,3 +334,20 @@ def test_segment_map_without_reverse_scan(counts):
     Triton 3.6, against 28)."""
     st = counts["gae_phase1_time_order"]
     assert st["reverse_scans"] == 0 and st["shfl"] <= 40, st
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "vtrace", "retrace", "retrace_av", "traces"])
+def test_dependent_launch_waits_before_loads(counts, name):
+    """launch._PDL (scan.grid_dependency): a split's PHASE 2, launched while PHASE 1 may still
+    run, waits for it (``griddepcontrol.wait``) before its first global load, so no summary,
+    and nothing else, is read before PHASE 1 has completed; PHASE 1 releases it
+    (``griddepcontrol.launch_dependents``); kernels compiled without it hold neither. (The
+    H200 checks the results, ``tests/test_gpu.py::test_pdl_split``, but a missing wait went
+    unseen there in session 35: PHASE 1 wrote its summaries before PHASE 2's loads came.)"""
+    st = counts[f"{name}_phase2_pdl"]
+    assert st["gdc_wait"] == 1 and st["gdc_wait_first"] and st["gdc_launch"] == 0, st
+    if name == "gae":
+        st = counts["gae_phase1_pdl"]
+        assert st["gdc_launch"] == 1 and st["gdc_wait"] == 0, st
+        for plain in ("gae_phase1", "gae_phase2"):
+            assert counts[plain]["gdc_launch"] == 0 and counts[plain]["gdc_wait"] == 0, counts[plain]
