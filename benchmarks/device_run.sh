@@ -59,7 +59,7 @@
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
-#   s35-pdl2, ~7 min: launch._PDL as default: native and split GPU tests, long rows;
+#   s35-pdl2, ~4.5 min: launch._PDL as default: native tests, long rows, graph capture tests;
 #   s35-long, ~5 min: every estimator's long rows against rl-triton;
 #   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
 #   1 x 1048576 (prepared in session 34);
@@ -582,14 +582,14 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         off pdl='s/^_PDL = False/_PDL = True/' ;;
     s35-pdl2)
       # session 35: launch._PDL as default: the compiled replay's time-split tests (PHASE 2
-      # through cuLaunchKernelEx), GPU tests of the splits and of graph capture, then the long
-      # rows of GAE, Retrace and discounted returns against rl-triton
-      timeout 130 python3 -m pytest -m gpu tests/test_native.py -q -n 8 -p no:cacheprovider -k "serves_time_split" 2>&1 \
+      # through cuLaunchKernelEx), the long rows of GAE and Retrace against rl-triton, then the
+      # GPU tests of graph capture and of the dependent launch
+      timeout 100 python3 -m pytest -m gpu tests/test_native.py -q -n 8 -p no:cacheprovider -k "serves_time_split" 2>&1 \
         | tee "$OUT/gpu_s35_native.log" | tail -3
-      gpu_tests 80 "test_long_rows or test_interior or test_cuda_graph_capture or test_pdl" gpu_s35_pdl2.log
-      timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
-        --estimators gae,retrace,discounted_returns --peers rl-triton --max-minutes 2.3 --no-plots --tag s35-pdl \
-        --out "$OUT" 2>&1 | tail -8 ;;
+      timeout 90 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --estimators gae,retrace --peers rl-triton --max-minutes 1.2 --no-plots --tag s35-pdl \
+        --out "$OUT" 2>&1 | tail -6
+      gpu_tests 60 "test_cuda_graph_capture or test_pdl" gpu_s35_pdl2.log ;;
     s35-long)
       # session 35: every estimator's long rows in the harness against rl-triton (the carry fold)
       timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
