@@ -581,13 +581,15 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       variants_ab s35pf 90 gae,vtrace,retrace_av,gae_tm,vtrace_tm 1x131072,8x16384,32x8192,128x8192,512x2048,64x65536 \
         off pdl='s/^_PDL = False/_PDL = True/' ;;
     s35-pdl2)
-      # session 35: launch._PDL as default: the compiled replay's time-split tests (PHASE 2
-      # through cuLaunchKernelEx), the long rows of GAE and Retrace against rl-triton, then the
-      # GPU tests of graph capture and of the dependent launch
+      # session 35 (prepared): launch._PDL through the compiled replay (PHASE 2 by
+      # cuLaunchKernelEx): its time-split tests with and without it; then, in this copy of the
+      # tree only, _PDL turned on for the long rows of GAE and Retrace against rl-triton (tag
+      # s35-pdl-on: the commit given plus that setting) and the graph-capture tests
       timeout 100 python3 -m pytest -m gpu tests/test_native.py -q -n 8 -p no:cacheprovider -k "serves_time_split" 2>&1 \
         | tee "$OUT/gpu_s35_native.log" | tail -3
+      sed -i 's/^_PDL = False/_PDL = True/' "$L" && grep -n "^_PDL = " "$L"
       timeout 90 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
-        --estimators gae,retrace --peers rl-triton --max-minutes 1.2 --no-plots --tag s35-pdl \
+        --estimators gae,retrace --peers rl-triton --max-minutes 1.2 --no-plots --tag s35-pdl-on \
         --out "$OUT" 2>&1 | tail -6
       gpu_tests 60 "test_cuda_graph_capture or test_pdl" gpu_s35_pdl2.log ;;
     s35-long)

@@ -868,6 +868,26 @@ def test_pdl_split(shape, time_major, name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(1, 1048576), (3, 40000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_pdl_graph_capture(shape, name, monkeypatch):
+    """launch._PDL forced on inside a CUDA graph: the dependent launch is captured as a
+    programmatic edge between the two passes; three replays on new data give the eager
+    call's results exactly (test_pdl_split checks those against float64)."""
+    from rltriton.kernels import launch
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("programmatic dependent launch needs sm_90")
+    monkeypatch.setattr(launch, "_PDL", True)
+    used = launches_used(monkeypatch, launch)
+    launch.clear_caches()
+    try:
+        _check_graph_replay(on_gpu(make_case(name, shape, seed=14)), make_case(name, shape, seed=15), replays=3)
+        assert any(kw.get("launch_pdl") for kw in split_passes(used)), used
+    finally:
+        launch.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(512, 2048), (256, 8192), (64, 65536)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_carry_fold_time_major(shape, name, monkeypatch):
     """launch._CARRY_FOLD_INIT forced on time-major storage, whose splits compose the

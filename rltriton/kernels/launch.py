@@ -326,8 +326,10 @@ _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # 6.8 -> 6.4; 16 x 262144 GAE 27.0 -> 26.4, traces 16.2 -> 15.6; 4 x 524288 Retrace 24.4 ->
 # 23.5; 1 x 131072 GAE 4.7 -> 3.9, V-trace 5.0 -> 4.3; 8 x 16384 GAE 4.5 -> 4.0; time-major
 # 1 x 131072 GAE 4.9 -> 4.1; no row slower by more than 0.1 us. The compiled replay
-# (native.py) launches it through cuLaunchKernelEx with the attribute.
-_PDL = True
+# (native.py) launches it through cuLaunchKernelEx with the attribute, written after that
+# run and not yet run on a GPU (session 35 had no device time left): off until it has, as
+# the compiled replay declining would cost a repeated call more host time than this saves.
+_PDL = False
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
 # H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
 # expectation again at t + 1), for the forms named here ("actions": retrace_from_action_values,
