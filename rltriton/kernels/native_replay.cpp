@@ -34,6 +34,9 @@
 #include <ATen/ops/fill.h>
 #include <c10/core/GradMode.h>
 #include <c10/cuda/CUDAStream.h>
+// the driver API's types only (CUlaunchConfig for cuLaunchKernelEx), from the CUDA headers
+// Triton ships: nothing is linked, the functions are found at run time
+#include <cuda.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -46,27 +49,9 @@ using cuLaunchKernel_t = CUresult (*)(void*, unsigned, unsigned, unsigned, unsig
                                       void*, void**, void**);
 using cuCtxGetCurrent_t = CUresult (*)(void**);
 using cuFuncGetParamInfo_t = CUresult (*)(void*, size_t, size_t*, size_t*);
-// cuLaunchKernelEx's configuration (CUDA >= 12.0) as cuda.h lays it out (CUlaunchConfig,
-// CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union), for the one attribute
-// used here: programmatic stream serialisation (id 6, its value an int at the union's start),
-// a time split's PHASE 2 launched as a programmatic dependent launch (launch._PDL)
-struct LaunchAttribute {
-  int id;
-  char pad[4];
-  union {
-    char bytes[64];
-    int flag;
-    void* align;
-  } value;
-};
-struct LaunchConfig {
-  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
-  void* stream;
-  LaunchAttribute* attrs;
-  unsigned num_attrs;
-};
-constexpr int kProgrammaticStreamSerialization = 6;
-using cuLaunchKernelEx_t = CUresult (*)(const LaunchConfig*, void*, void**, void**);
+// cuLaunchKernelEx (CUDA >= 12.0): a time split's PHASE 2 launched with programmatic stream
+// serialisation, as a programmatic dependent launch (launch._PDL)
+using cuLaunchKernelEx_t = CUresult (*)(const ::CUlaunchConfig*, void*, void**, void**);
 
 cuLaunchKernel_t cu_launch = nullptr;
 cuLaunchKernelEx_t cu_launch_ex = nullptr;  // null on a driver older than CUDA 12.0: no PDL step arms
@@ -314,10 +299,20 @@ PyObject* table_call_impl(PyObject* self, PyObject* const* args, Py_ssize_t narg
     for (size_t i = 0; i < cells.size(); ++i) ptrs[i] = &cells[i];
     CUresult err;
     if (s.pdl) {
-      LaunchAttribute attr{};
-      attr.id = kProgrammaticStreamSerialization;
-      attr.value.flag = 1;
-      LaunchConfig cfg{s.grid_x, s.grid_y, 1, s.block, 1, 1, s.shared, stream, &attr, 1};
+      ::CUlaunchAttribute attr{};
+      attr.id = ::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmaticStreamSerializationAllowed = 1;
+      ::CUlaunchConfig cfg{};
+      cfg.gridDimX = s.grid_x;
+      cfg.gridDimY = s.grid_y;
+      cfg.gridDimZ = 1;
+      cfg.blockDimX = s.block;
+      cfg.blockDimY = 1;
+      cfg.blockDimZ = 1;
+      cfg.sharedMemBytes = s.shared;
+      cfg.hStream = reinterpret_cast<::CUstream>(stream);
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
       err = cu_launch_ex(&cfg, s.function, ptrs.data(), nullptr);
     } else {
       err = cu_launch(s.function, s.grid_x, s.grid_y, 1, s.block, 1, 1, s.shared, stream, ptrs.data(), nullptr);
