@@ -60,6 +60,7 @@
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
 #   s35-pdl2, ~4.5 min: launch._PDL as default: native tests, long rows, graph capture tests;
+#   s36-pdl-late, ~6 min: an A/B of launch._PDL_LATE against the wait first and the plain launch;
 #   s35-long, ~5 min: every estimator's long rows against rl-triton;
 #   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
 #   1 x 1048576 (prepared in session 34);
@@ -591,7 +592,15 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 90 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
         --estimators gae,retrace --peers rl-triton --max-minutes 1.2 --no-plots --tag s35-pdl-on \
         --out "$OUT" 2>&1 | tail -6
-      gpu_tests 60 "test_cuda_graph_capture or test_pdl" gpu_s35_pdl2.log ;;
+      gpu_tests 90 "test_cuda_graph_capture or test_pdl" gpu_s35_pdl2.log ;;
+    s36-pdl-late)
+      # prepared in session 35: launch._PDL_LATE (PHASE 2's wait at its first read of the
+      # summaries, after the tile's loads): an A/B of the dependent launch waiting first and
+      # late against the plain launch (the GPU tests are s35-pdl2's, wait-late among them)
+      variants_ab s36l 200 discounted_returns,td_lambda,gae,vtrace,retrace,traces 1x1048576,16x262144,4x524288,64x65536 \
+        plain pdl='s/^_PDL = False/_PDL = True/' late='s/^_PDL = False/_PDL = True/;s/^_PDL_LATE = False/_PDL_LATE = True/'
+      variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
+        plain pdl='s/^_PDL = False/_PDL = True/' late='s/^_PDL = False/_PDL = True/;s/^_PDL_LATE = False/_PDL_LATE = True/' ;;
     s35-long)
       # session 35: every estimator's long rows in the harness against rl-triton (the carry fold)
       timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \

@@ -124,11 +124,13 @@ def build(kernel, consts, warps, ptr_types=None, time_major=False, row_div16=Tru
     k = _compile(ASTSource(kernel, sig, cf, attrs), warps)
     ptx, ttgir = k.asm["ptx"], k.asm["ttgir"]
     wait, first_load = ptx.find("griddepcontrol.wait"), re.search(r"\bld\.global", ptx)
+    loads_after_wait = len(re.findall(r"\bld\.global", ptx[wait:])) if wait >= 0 else 0
     return {"regs": registers(ptx),
             # launch._PDL (scan.grid_dependency): the dependent launch's release and wait, and
             # whether the wait comes before every global load
             "gdc_launch": ptx.count("griddepcontrol.launch_dependents"), "gdc_wait": ptx.count("griddepcontrol.wait"),
             "gdc_wait_first": wait >= 0 and (first_load is None or wait < first_load.start()),
+            "ldg_after_wait": loads_after_wait,
             "shfl": len(re.findall(r"\bshfl\.", ptx)),
             "lds": len(re.findall(r"\bld\.shared", ptx)),
             "sts": len(re.findall(r"\bst\.shared", ptx)), "ldg": len(re.findall(r"\bld\.global", ptx)),
@@ -279,6 +281,11 @@ def static_checks(jobs: int = 1) -> dict[str, dict]:
             consts = {**(TRACES if name == "traces" else BASE), **extra, "BLOCK_N": 1, "BLOCK_T": 2048,
                       "PHASE": phase, "S_BLOCK": 512, "ONE_CHUNK": True, "CARRY_PROD": True, "PDL": True}
             add(f"{name}_phase{phase}_pdl", kern, consts, 4)
+    # ... with PHASE 2's wait at its first read of the summaries (launch._PDL_LATE: CARRY_PROD
+    # plus 4), the products with the initial carry folded in (2)
+    consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 2, "S_BLOCK": 512, "ONE_CHUNK": True,
+              "CARRY_PROD": 6, "PDL": False}
+    add("gae_phase2_pdl_late", B.gae_kernel, consts, 4)
     # PHASE 1 on chunks in time order (Triton < 3.7): the segment's map by a forward scan
     # (launch._SEGMENT_MAP_FORWARD)
     consts = {**BASE, "BLOCK_N": 1, "BLOCK_T": 2048, "PHASE": 1, "S_BLOCK": 256, "ONE_CHUNK": True,

@@ -843,17 +843,21 @@ class _NaNEmpty:
                                                ((16, 300000), False), ((3, 40000), False), ((512, 2048), True),
                                                ((64, 65536), True)],
                          ids=lambda v: f"{v[0]}x{v[1]}" if isinstance(v, tuple) else ("tm" if v else "bm"))
-def test_pdl_split(shape, time_major, name, monkeypatch):
+@pytest.mark.parametrize("late", [False, True], ids=["wait-first", "wait-late"])
+def test_pdl_split(shape, time_major, name, late, monkeypatch):
     """launch._PDL forced on: a split's PHASE 2 launched as a programmatic dependent launch
     that PHASE 1 releases at its start, waiting for PHASE 1 before any load
-    (scan.grid_dependency), with the summaries NaN until PHASE 1 writes them: against
-    float64, batch- and time-major, one row of 2^20 steps (one wave of programs, so PHASE 2's
-    start while PHASE 1 runs is the common case) to 16 x 300000 (a short last segment)."""
+    (scan.grid_dependency) or, ``late`` (launch._PDL_LATE), before its first read of the
+    summaries (scan.segment_carry_in), with the summaries NaN until PHASE 1 writes them:
+    against float64, batch- and time-major, one row of 2^20 steps (one wave of programs, so
+    PHASE 2's start while PHASE 1 runs is the common case) to 16 x 300000 (a short last
+    segment)."""
     from rltriton.kernels import launch
 
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("programmatic dependent launch needs sm_90")
     monkeypatch.setattr(launch, "_PDL", True)
+    monkeypatch.setattr(launch, "_PDL_LATE", late)
     monkeypatch.setattr(launch, "torch", _NaNEmpty())
     used = launches_used(monkeypatch, launch)
     launch.clear_caches()
@@ -862,7 +866,8 @@ def test_pdl_split(shape, time_major, name, monkeypatch):
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} pdl")
         passes = split_passes(used)
         assert [kw.get("launch_pdl", False) for kw in passes] == [False, True] * (len(passes) // 2), passes
-        assert passes and all(kw["PDL"] for kw in passes), passes
+        assert passes and all(kw["PDL"] == (kw["PHASE"] == 1 or not late) for kw in passes), passes
+        assert all((kw["CARRY_PROD"] >= 4) == (late and kw["PHASE"] == 2) for kw in passes), passes
     finally:
         launch.clear_caches()
 

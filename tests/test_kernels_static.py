@@ -351,3 +351,13 @@ def test_dependent_launch_waits_before_loads(counts, name):
         assert st["gdc_launch"] == 1 and st["gdc_wait"] == 0, st
         for plain in ("gae_phase1", "gae_phase2"):
             assert counts[plain]["gdc_launch"] == 0 and counts[plain]["gdc_wait"] == 0, counts[plain]
+
+
+def test_dependent_launch_waits_late_after_the_tile_loads(counts):
+    """launch._PDL_LATE: PHASE 2's wait at its first read of the summaries
+    (scan.segment_carry_in), so the tile's loads (inputs written before PHASE 1 started) are
+    issued before it and the summaries' loads after it: GAE at the long rows' one-chunk
+    segments, the carry fold's two summary loads (a, and the b one column late)."""
+    st, first = counts["gae_phase2_pdl_late"], counts["gae_phase2_pdl"]
+    assert st["gdc_wait"] == 1 and not st["gdc_wait_first"] and st["gdc_launch"] == 0, st
+    assert 2 <= st["ldg_after_wait"] < first["ldg_after_wait"], (st, first)

@@ -159,19 +159,20 @@ def test_serves_repeated_calls(name, shape, layout, loaded, monkeypatch):
 @pytest.mark.parametrize("layout,shape", [("time-major", (512, 512)), ("time-major", (300, 1000)),
                                           ("batch-major", (4, 65536))], ids=lambda v: str(v))
 @pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize("pdl", [False, True], ids=["plain", "pdl"])
+@pytest.mark.parametrize("pdl", [False, True, "late"], ids=["plain", "pdl", "pdl-late"])
 def test_serves_time_split(name, layout, shape, pdl, loaded, monkeypatch):
     """A time split (two launches and two scratch buffers of segment summaries, which the
     table makes per call) is served by the compiled replay too: time-major rows of 512 and
     1000 steps (the time-major tiles' two passes) and 4 batch-major rows of 65536 steps; calls
     3-5 (fresh inputs each time) must come from it, poisoned outputs, against the float64
     reference. ``pdl``: launch._PDL on and off (PHASE 2 through cuLaunchKernelEx with the
-    programmatic stream serialisation attribute)."""
+    programmatic stream serialisation attribute), and on with launch._PDL_LATE."""
     from tests.conftest import plans_used
 
     if pdl and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("programmatic dependent launch needs sm_90")
-    monkeypatch.setattr(launch, "_PDL", pdl)
+    monkeypatch.setattr(launch, "_PDL", bool(pdl))
+    monkeypatch.setattr(launch, "_PDL_LATE", pdl == "late")
     launch.clear_caches()
     tm = layout == "time-major"
     seen = plans_used(monkeypatch, launch, lambda pl, kw: pl.segments)

@@ -330,6 +330,11 @@ _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # run and not yet run on a GPU (session 35 had no device time left): off until it has, as
 # the compiled replay declining would cost a repeated call more host time than this saves.
 _PDL = False
+# ... with PHASE 2's wait moved from its start to its first read of the summaries (its
+# CARRY_PROD plus 4, scan.segment_carry_in): where the carry-in follows the tile's loads (one
+# chunk a segment, scan.scan_step), those loads, of inputs written before PHASE 1 started, are
+# issued while PHASE 1 still runs. Prepared in session 35, not yet run on a GPU: off.
+_PDL_LATE = False
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
 # H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
 # expectation again at t + 1), for the forms named here ("actions": retrace_from_action_values,
@@ -1773,10 +1778,14 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
             return [(kernel, grid, coop, kw)], [sum_a, sum_b, state]
     # PHASE 2 only: PHASE 1 has no use for it
     flip = _SEG_FLIP and not pl.time_major and lanes * T >= _SEG_FLIP_MIN_ELEMS
-    # _PDL: both passes compile the grid dependency in, PHASE 2 launches with the attribute
-    pdl = [{}, {}] if not _pdl(device) else [dict(PDL=True), dict(PDL=True, launch_pdl=True)]
-    return [(kernel, grid, full, dict(PHASE=phase, S_BLOCK=s_block, SEG_FLIP=flip and phase == 2, **common,
-                                      **pdl[phase - 1]))
+    # _PDL: both passes compile the grid dependency in, PHASE 2 launches with the attribute and
+    # waits at its start or, _PDL_LATE, at its first read of the summaries
+    pdl: list[dict] = [{}, {}]
+    if _pdl(device):
+        late = dict(PDL=False, CARRY_PROD=int(common.get("CARRY_PROD", False)) + 4)
+        pdl = [dict(PDL=True), dict(launch_pdl=True, **(late if _PDL_LATE else dict(PDL=True)))]
+    return [(kernel, grid, full, {"PHASE": phase, "S_BLOCK": s_block, "SEG_FLIP": flip and phase == 2, **common,
+                                  **pdl[phase - 1]})
             for phase in (1, 2)], [sum_a, sum_b]
 
 

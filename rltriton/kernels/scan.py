@@ -948,9 +948,15 @@ def segment_carry_in(
     ``tl.cumprod`` of b read one column late, and the rest are reductions, which need no
     order (a product and a sum). ``PROD = 2`` (``launch._CARRY_FOLD_INIT``): ``init`` is
     the term of the column past the last segment, so the sum alone gives the carry (no product
-    reduction, no second read of the b). ``CUT``: see :func:`times`."""
+    reduction, no second read of the b). ``PROD`` plus 4 (``launch._PDL_LATE``): the
+    summaries come from a prior grid still running (a programmatic dependent launch), so
+    wait for it (:func:`grid_wait`) before reading them, after the tile's loads where
+    :func:`scan_step` composes the carry-in. ``CUT``: see :func:`times`."""
+    if PROD >= 4:
+        grid_wait()
+    MODE: tl.constexpr = PROD % 4
     cols = tl.arange(0, S_BLOCK)[None, :]
-    if PROD:
+    if MODE:
         if REVERSE:
             segs = seg + 1 + cols
         else:
@@ -958,7 +964,7 @@ def segment_carry_in(
         inside = row_mask & (segs >= 0) & (segs < n_segs)
         off = rows * s_sr + segs * s_ss
         a = tl.load(sum_a_ptr + off, mask=inside, other=0.0)
-        b = tl.load(sum_b_ptr + off, mask=inside, other=1.0)  # (unread with PROD = 2)
+        b = tl.load(sum_b_ptr + off, mask=inside, other=1.0)  # (unread with MODE = 2)
         # b of the column before (1 for column 0): its cumulative product is the exclusive one
         if REVERSE:
             before = seg + cols
@@ -967,7 +973,7 @@ def segment_carry_in(
         b_before = tl.load(sum_b_ptr + rows * s_sr + before * s_ss,
                            mask=row_mask & (cols > 0) & (before >= 0) & (before < n_segs), other=1.0)
         excl = tl.cumprod(b_before, axis=1)
-        if PROD == 2:
+        if MODE == 2:
             # init as one more term, in the column just past the segments before this one
             # (there is one: they are at most n_segs - 1 <= S_BLOCK - 1), whose exclusive
             # product is the product of every b: one reduction instead of a sum and a product
@@ -1107,8 +1113,15 @@ def grid_dependency(PHASE: tl.constexpr, PDL: tl.constexpr):
             tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
                                       is_pure=False, pack=1)
         elif PHASE == 2:
-            tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False,
-                                      pack=1)
+            grid_wait()
+
+
+@triton.jit
+def grid_wait():
+    """``griddepcontrol.wait``: until the grid this one depends on (launched before it with
+    programmatic stream serialisation) has completed and its memory is visible; nothing in a
+    plain launch. Not in the CPU interpreter."""
+    tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
