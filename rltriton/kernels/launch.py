@@ -1024,7 +1024,14 @@ def _sm_count(index: int) -> int:
 
 @functools.lru_cache(maxsize=16)
 def _pdl_capable(index: int) -> bool:
-    return torch.cuda.get_device_capability(index) >= (9, 0)
+    """Device ``index`` runs griddepcontrol (compute capability 9.0 or newer) and the installed
+    Triton compiles and launches with ``launch_pdl`` (a CUDA compile option since Triton 3.3)."""
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {}) \
+        and torch.cuda.get_device_capability(index) >= (9, 0)
 
 
 def _pdl(device: torch.device) -> bool:
