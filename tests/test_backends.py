@@ -282,6 +282,43 @@ def test_time_major_plans():
     assert got(64, 65536) == (32, 16, 1, 64, 1024, 3)  # 2 row blocks, 64 segments
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["wait-first", "wait-late"])
+@pytest.mark.parametrize("prod", [False, True, 2], ids=["scan", "products", "fold"])
+def test_pdl_launch_settings(late, prod, monkeypatch):
+    """launch._PDL's launch settings, on the host (the kernels' side needs an sm_90 GPU:
+    tests/test_gpu.py::test_pdl_split, and tests/test_kernels_static.py for the order of the
+    wait): a split's PHASE 1 compiles the release in and launches plainly; PHASE 2 launches
+    with ``launch_pdl`` and waits first (``PDL``) or, with ``_PDL_LATE``, at its first read of
+    the summaries (its carry-in form plus 4); a one-pass plan and a device without the
+    feature launch as before."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_PDL", True)
+    monkeypatch.setattr(launch, "_PDL_LATE", late)
+    cpu = torch.device("cpu")
+    assert not launch._pdl(cpu)  # (the interpreter: never)
+    monkeypatch.setattr(launch, "_pdl", lambda device: True)  # as on an H200
+    meta = dict(CARRY_PROD=prod)
+    split = launch.plan_for(1, 1 << 20, cpu)
+    assert split.segments > 1
+    (_, _, _, kw1), (_, _, _, kw2) = launch.launch_specs(object(), 1, 1 << 20, split, [torch.zeros(1)], meta,
+                                                         torch.float32, cpu)[0]
+    assert (kw1["PHASE"], kw2["PHASE"]) == (1, 2)
+    assert kw1["PDL"] is True and "launch_pdl" not in kw1 and kw1["CARRY_PROD"] is prod
+    assert kw2["launch_pdl"] is True
+    if late:
+        assert kw2["PDL"] is False and kw2["CARRY_PROD"] == int(prod) + 4
+    else:
+        assert kw2["PDL"] is True and kw2["CARRY_PROD"] is prod
+    (spec,) = launch.launch_specs(object(), 1, 512, launch.plan_for(1, 512, cpu), [torch.zeros(1)], meta,
+                                  torch.float32, cpu)[0]
+    assert "PDL" not in spec[3] and "launch_pdl" not in spec[3] and spec[3]["PHASE"] == 0
+    monkeypatch.setattr(launch, "_pdl", lambda device: False)
+    kws = [kw for _, _, _, kw in launch.launch_specs(object(), 1, 1 << 20, split, [torch.zeros(1)], meta,
+                                                     torch.float32, cpu)[0]]
+    assert not any("PDL" in kw or "launch_pdl" in kw for kw in kws) and all(kw["CARRY_PROD"] is prod for kw in kws)
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("one_chunk", [True, False], ids=["one-chunk", "chunk-loop"])
 @pytest.mark.parametrize("products", [True, False, "fold"], ids=["products", "scan", "fold"])
