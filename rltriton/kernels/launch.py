@@ -594,6 +594,8 @@ def _carry_prod(form: str) -> bool | int:
     ``_CARRY_PRODUCTS``, or 2 for the products with the initial carry folded in (a form
     named in ``_CARRY_FOLD_INIT``)."""
     return 2 if _CARRY_PRODUCTS and form in _CARRY_FOLD_INIT else _CARRY_PRODUCTS
+
+
 # TD(lambda)'s and discounted returns' scans cut where beta = 0 (scan.times: a select after
 # every multiply of the scan, so a later episode's NaN or inf stays there). Since that cut
 # (session 11) their kernels compile to ~36% more PTX (static, Triton 3.6: [4, 512]
@@ -1789,8 +1791,8 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     # waits at its start or, _PDL_LATE, at its first read of the summaries
     pdl: list[dict] = [{}, {}]
     if _pdl(device):
-        late = dict(PDL=False, CARRY_PROD=int(common.get("CARRY_PROD", False)) + 4)
-        pdl = [dict(PDL=True), dict(launch_pdl=True, **(late if _PDL_LATE else dict(PDL=True)))]
+        wait = dict(PDL=False, CARRY_PROD=int(common.get("CARRY_PROD", False)) + 4) if _PDL_LATE else dict(PDL=True)
+        pdl = [dict(PDL=True), dict(launch_pdl=True, **wait)]
     return [(kernel, grid, full, {"PHASE": phase, "S_BLOCK": s_block, "SEG_FLIP": flip and phase == 2, **common,
                                   **pdl[phase - 1]})
             for phase in (1, 2)], [sum_a, sum_b]
