@@ -326,15 +326,19 @@ _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # 6.8 -> 6.4; 16 x 262144 GAE 27.0 -> 26.4, traces 16.2 -> 15.6; 4 x 524288 Retrace 24.4 ->
 # 23.5; 1 x 131072 GAE 4.7 -> 3.9, V-trace 5.0 -> 4.3; 8 x 16384 GAE 4.5 -> 4.0; time-major
 # 1 x 131072 GAE 4.9 -> 4.1; no row slower by more than 0.1 us. The compiled replay
-# (native.py) launches it through cuLaunchKernelEx with the attribute, written after that
-# run and not yet run on a GPU (session 35 had no device time left): off until it has, as
-# the compiled replay declining would cost a repeated call more host time than this saves.
-_PDL = False
+# (native.py) launches it through cuLaunchKernelEx with the attribute (its GPU tests, and
+# those of a CUDA graph capturing it, passed in session 36: 2026-12-03-h200-s36-notes).
+_PDL = True
 # ... with PHASE 2's wait moved from its start to its first read of the summaries (its
 # CARRY_PROD plus 4, scan.segment_carry_in): where the carry-in follows the tile's loads (one
 # chunk a segment, scan.scan_step), those loads, of inputs written before PHASE 1 started, are
-# issued while PHASE 1 still runs. Prepared in session 35, not yet run on a GPU: off.
-_PDL_LATE = False
+# issued while PHASE 1 still runs. device_run.sh s36-pdl-late (2026-12-03-h200-s36-ab-pdl-
+# late.txt), us, plain / wait first / wait late: 1 x 1048576 discounted returns 8.2 / 7.2 /
+# 6.9, TD(lambda) 8.4 / 8.1 / 7.4, V-trace 12.2 / 11.9 / 11.3, Retrace 12.8 / 12.2 / 11.8;
+# 16 x 262144 Retrace 43.0 / 42.4 / 41.8; 8 x 16384 Retrace's action form 7.2 / 6.9 / 6.0;
+# the late wait slower than the first by at most 0.6 (discounted returns 16 x 262144, 17.6 /
+# 17.1 / 17.7), nowhere slower than the plain launch by more than 0.1.
+_PDL_LATE = True
 # Retrace from quantities of step t only (retrace_kernel's LAGGED form: a lagged scan of
 # H_t = v_t + c_t D_t instead of reading v, rho and, in the action form, the whole
 # expectation again at t + 1), for the forms named here ("actions": retrace_from_action_values,
