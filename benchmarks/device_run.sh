@@ -59,8 +59,13 @@
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
-#   s35-pdl2, ~4.5 min: launch._PDL as default: native tests, long rows, graph capture tests;
-#   s36-pdl-late, ~6 min: an A/B of launch._PDL_LATE against the wait first and the plain launch;
+#   s36-check, ~6.5 min: the session's defaults (launch._PDL, _PDL_LATE): the GPU tests of
+#   time splits, then the few-row grid (stops at its time box: GAE, TD(lambda) and a row);
+#   s36-long, ~1-5 min (warm or cold kernel cache): every estimator's long rows against rl-triton;
+#   s36-native, ~2.5 min: the compiled replay's time-split tests with the dependent launch;
+#   s35-pdl2, ~3.5 min: launch._PDL on in the copy: long rows, graph capture tests (its native
+#   tests did not finish in their 100 s box in session 36: s36-native has them);
+#   s36-pdl-late, ~3.5 min: an A/B of launch._PDL_LATE against the wait first and the plain launch;
 #   s35-long, ~5 min: every estimator's long rows against rl-triton;
 #   s35-coop, ~3 min: Nsight Compute on the cooperative single pass and the two passes at
 #   1 x 1048576 (prepared in session 34);
@@ -588,19 +593,38 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       # s35-pdl-on: the commit given plus that setting) and the graph-capture tests
       timeout 100 python3 -m pytest -m gpu tests/test_native.py -q -n 8 -p no:cacheprovider -k "serves_time_split" 2>&1 \
         | tee "$OUT/gpu_s35_native.log" | tail -3
-      sed -i 's/^_PDL = False/_PDL = True/' "$L" && grep -n "^_PDL = " "$L"
+      sed -i 's/^_PDL = False/_PDL = True/;s/^_PDL_LATE = True/_PDL_LATE = False/' "$L" && grep -n "^_PDL" "$L"
       timeout 90 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
         --estimators gae,retrace --peers rl-triton --max-minutes 1.2 --no-plots --tag s35-pdl-on \
         --out "$OUT" 2>&1 | tail -6
       gpu_tests 90 "test_cuda_graph_capture or test_pdl" gpu_s35_pdl2.log ;;
     s36-pdl-late)
-      # prepared in session 35: launch._PDL_LATE (PHASE 2's wait at its first read of the
-      # summaries, after the tile's loads): an A/B of the dependent launch waiting first and
-      # late against the plain launch (the GPU tests are s35-pdl2's, wait-late among them)
+      # session 36: launch._PDL_LATE (PHASE 2's wait at its first read of the summaries, after
+      # the tile's loads): an A/B of the plain launch, the dependent launch waiting first and
+      # waiting late (the default since session 36)
       variants_ab s36l 200 discounted_returns,td_lambda,gae,vtrace,retrace,traces 1x1048576,16x262144,4x524288,64x65536 \
-        plain pdl='s/^_PDL = False/_PDL = True/' late='s/^_PDL = False/_PDL = True/;s/^_PDL_LATE = False/_PDL_LATE = True/'
+        plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late
       variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
-        plain pdl='s/^_PDL = False/_PDL = True/' late='s/^_PDL = False/_PDL = True/;s/^_PDL_LATE = False/_PDL_LATE = True/' ;;
+        plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
+    s36-native)
+      # session 36: the compiled replay's time splits with the dependent launch (PHASE 2 by
+      # cuLaunchKernelEx), waiting first and late; a cold kernel cache and the module's build
+      # take most of the time
+      timeout 400 python3 -m pytest -m gpu tests/test_native.py -q -n 12 -p no:cacheprovider \
+        -k "serves_time_split and pdl" 2>&1 | grep -v -i benchmark | tee "$OUT/gpu_s36_native_pdl.log" | tail -3 ;;
+    s36-long)
+      # session 36: every estimator's long rows in the harness against rl-triton (the dependent
+      # launch of PHASE 2, waiting late)
+      timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --peers rl-triton --max-minutes 4.7 --no-plots --tag s36-long --out "$OUT" 2>&1 | tail -20 ;;
+    s36-check)
+      # session 36: the GPU tests of time splits with the session's defaults, then the few-row
+      # grid (its time box stops it after GAE, TD(lambda) and a row of discounted returns)
+      timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -n 14 -p no:cacheprovider \
+        -k "split or interior or coop or map_reduce or lazy" 2>&1 | grep -v -i benchmark > "$OUT/gpu_s36_split.log"
+      tail -2 "$OUT/gpu_s36_split.log"
+      timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid fewrows --max-minutes 2.8 --no-plots \
+        --tag s36-fewrows --out "$OUT" 2>&1 | tail -30 ;;
     s35-long)
       # session 35: every estimator's long rows in the harness against rl-triton (the carry fold)
       timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
