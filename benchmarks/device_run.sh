@@ -62,6 +62,9 @@
 #   s36-check, ~6.5 min: the session's defaults (launch._PDL, _PDL_LATE): the GPU tests of
 #   time splits, then the few-row grid (stops at its time box: GAE, TD(lambda) and a row);
 #   s36-long, ~1-5 min (warm or cold kernel cache): every estimator's long rows against rl-triton;
+#   s36-512, ~2.5 min: the classic grid's 512 x 2048 and 512 x 4096 rows of every estimator
+#   against rl-triton, then segment lengths at 1 x 1048576 (benchmarks/sweep.py);
+#   s36-sweep512, ~1.2 min: every plan of discounted returns and TD(lambda) at 512 x 4096;
 #   s36-native, ~2.5 min: the compiled replay's time-split tests with the dependent launch;
 #   s35-pdl2, ~3.5 min: launch._PDL on in the copy: long rows, graph capture tests (its native
 #   tests did not finish in their 100 s box in session 36: s36-native has them);
@@ -606,6 +609,22 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late
       variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
+    s36-512)
+      # session 36: the classic grid's worst rows with the dependent launch (512 rows of 2048
+      # and 4096 steps), and split segments of 1024-4096 steps at one row of 2^20
+      timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic --shapes 512x2048,512x4096 \
+        --peers rl-triton --max-minutes 2.2 --no-plots --tag s36-512 --out "$OUT" 2>&1 | tail -18
+      for e in discounted_returns traces vtrace; do
+        SWEEP_TILES=1024:4,2048:4,2048:8,4096:8 SWEEP_ONE_CHUNK_SEGS=1 SWEEP_VERBOSE=1 timeout 30 \
+          python3 benchmarks/sweep.py $e 1x1048576 2>&1 | grep -v -i warn | sed "s/^/$e /" | tee -a "$OUT/sweep_s36_1m.txt"
+      done ;;
+    s36-sweep512)
+      # session 36: every candidate plan of discounted returns and TD(lambda) at 512 x 4096
+      # (splits in time among them, now with the dependent launch)
+      for e in discounted_returns td_lambda; do
+        SWEEP_VERBOSE=1 timeout 75 python3 benchmarks/sweep.py $e 512x4096 2>&1 | grep -v -i warn | sed "s/^/$e /" \
+          | tee -a "$OUT/sweep_s36_512.txt" | tail -3
+      done ;;
     s36-native)
       # session 36: the compiled replay's time splits with the dependent launch (PHASE 2 by
       # cuLaunchKernelEx), waiting first and late; a cold kernel cache and the module's build
