@@ -319,6 +319,37 @@ def test_pdl_launch_settings(late, prod, monkeypatch):
     assert not any("PDL" in kw or "launch_pdl" in kw for kw in kws) and all(kw["CARRY_PROD"] is prod for kw in kws)
 
 
+@pytest.mark.parametrize("cc,driver,want", [((9, 0), 12030, True), ((10, 0), 13000, True), ((9, 0), 12020, False),
+                                             ((8, 9), 13000, False), ((9, 0), 0, False)],
+                         ids=["sm90-12.3", "sm100-13.0", "sm90-12.2", "sm89", "no-driver"])
+def test_pdl_capable(cc, driver, want, monkeypatch):
+    """The dependent launch needs compute capability 9.0, Triton's ``launch_pdl`` and a CUDA
+    driver of 12.3 or newer (launch._PDL_MIN_DRIVER: graphs with programmatic edges); the
+    version is read from the driver library (0 where there is none, as on CI)."""
+    import ctypes
+
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    from rltriton.kernels import launch
+
+    if "launch_pdl" not in getattr(CUDAOptions, "__dataclass_fields__", {}):
+        pytest.skip("this Triton has no launch_pdl")
+    read = launch._driver_version.__wrapped__  # (uncached)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index=None: cc)
+    monkeypatch.setattr(launch, "_driver_version", lambda: driver)
+    launch._pdl_capable.cache_clear()
+    try:
+        assert launch._pdl_capable(0) is want
+    finally:
+        launch._pdl_capable.cache_clear()
+
+    def missing(name, *a, **k):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    assert read() == 0
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("one_chunk", [True, False], ids=["one-chunk", "chunk-loop"])
 @pytest.mark.parametrize("products", [True, False, "fold"], ids=["products", "scan", "fold"])

@@ -1028,21 +1028,48 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+# The oldest CUDA driver the dependent launch is taken on: 12.3, whose graphs hold a
+# programmatic dependency as an edge of their own, so that a caller's CUDA graph captures the
+# two passes as they run eagerly (tests/test_gpu.py::test_pdl_graph_capture). Older drivers
+# launch the passes plainly.
+_PDL_MIN_DRIVER = 12030
+
+
+@functools.lru_cache(maxsize=1)
+def _driver_version() -> int:
+    """The CUDA driver's version as ``cuDriverGetVersion`` gives it (12030 for 12.3), or 0
+    where the driver library cannot be loaded or asked. No GPU work, no synchronisation."""
+    import ctypes
+    import sys
+
+    name = "nvcuda.dll" if sys.platform.startswith("win") else "libcuda.so.1"
+    try:
+        lib = ctypes.CDLL(name)
+        version = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
+            return 0
+    except (OSError, AttributeError):
+        return 0
+    return int(version.value)
+
+
 @functools.lru_cache(maxsize=16)
 def _pdl_capable(index: int) -> bool:
-    """Device ``index`` runs griddepcontrol (compute capability 9.0 or newer) and the installed
-    Triton compiles and launches with ``launch_pdl`` (a CUDA compile option since Triton 3.3)."""
+    """Device ``index`` runs griddepcontrol (compute capability 9.0 or newer), the installed
+    Triton compiles and launches with ``launch_pdl`` (a CUDA compile option since Triton 3.3)
+    and the driver is at least ``_PDL_MIN_DRIVER``."""
     try:
         from triton.backends.nvidia.compiler import CUDAOptions
     except ImportError:
         return False
     return "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {}) \
-        and torch.cuda.get_device_capability(index) >= (9, 0)
+        and torch.cuda.get_device_capability(index) >= (9, 0) and _driver_version() >= _PDL_MIN_DRIVER
 
 
 def _pdl(device: torch.device) -> bool:
     """Whether a time split's passes on ``device`` take ``_PDL``'s dependent launch: a CUDA
-    device of compute capability 9.0 or newer (griddepcontrol; never the CPU interpreter)."""
+    device of compute capability 9.0 or newer (griddepcontrol; never the CPU interpreter) with
+    a driver of at least ``_PDL_MIN_DRIVER`` (:func:`_pdl_capable`)."""
     return (_PDL and device.type == "cuda"
             and _pdl_capable(device.index if device.index is not None else torch.cuda.current_device()))
 
