@@ -1029,9 +1029,9 @@ def _sm_count(index: int) -> int:
 
 
 # The oldest CUDA driver the dependent launch is taken on: 12.3, whose graphs hold a
-# programmatic dependency as an edge of their own, so that a caller's CUDA graph captures the
-# two passes as they run eagerly (tests/test_gpu.py::test_pdl_graph_capture). Older drivers
-# launch the passes plainly.
+# programmatic dependency as an edge of their own (a caller's CUDA graph of the two passes:
+# tests/test_gpu.py::test_pdl_graph_capture, on the H200's driver). A capture on an older
+# driver was never tried, so older drivers launch the passes plainly.
 _PDL_MIN_DRIVER = 12030
 
 
