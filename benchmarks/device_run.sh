@@ -59,6 +59,9 @@
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
+#   s37-gate, ~1.5 min: the driver gate of the dependent launch (launch._PDL_MIN_DRIVER, added
+#   after session 36's device calls): the driver's version, then the dependent-launch and
+#   graph-capture GPU tests (test_pdl_split asserts PHASE 2's launch_pdl);
 #   s36-check, ~6.5 min: the session's defaults (launch._PDL, _PDL_LATE): the GPU tests of
 #   time splits, then the few-row grid (stops at its time box: GAE, TD(lambda) and a row);
 #   s36-long, ~1-5 min (warm or cold kernel cache): every estimator's long rows against rl-triton;
@@ -609,6 +612,12 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late
       variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
+    s37-gate)
+      # prepared in session 36: launch._pdl_capable reads the driver's version (ctypes,
+      # cuDriverGetVersion); the dependent launch must still be taken on the H200
+      python3 -c "import torch; from rltriton.kernels import launch as L; \
+print('driver', L._driver_version(), 'pdl', L._pdl(torch.device('cuda')))"
+      gpu_tests 150 "test_pdl or test_cuda_graph_capture" gpu_s37_gate.log ;;
     s36-512)
       # session 36: the classic grid's worst rows with the dependent launch (512 rows of 2048
       # and 4096 steps), and split segments of 1024-4096 steps at one row of 2^20
