@@ -62,6 +62,8 @@
 #   s37-gate, ~1.5 min: the driver gate of the dependent launch (launch._PDL_MIN_DRIVER, added
 #   after session 36's device calls): the driver's version, then the dependent-launch and
 #   graph-capture GPU tests (test_pdl_split asserts PHASE 2's launch_pdl);
+#   s37-lazybm, ~6 min: launch._TD_LAZY_CUT_BATCH (prepared in session 36): its GPU tests, then
+#   an A/B of TD(lambda) and discounted returns with and without it at single-pass rows;
 #   s36-check, ~6.5 min: the session's defaults (launch._PDL, _PDL_LATE): the GPU tests of
 #   time splits, then the few-row grid (stops at its time box: GAE, TD(lambda) and a row);
 #   s36-long, ~1-5 min (warm or cold kernel cache): every estimator's long rows against rl-triton;
@@ -618,6 +620,13 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       python3 -c "import torch; from rltriton.kernels import launch as L; \
 print('driver', L._driver_version(), 'pdl', L._pdl(torch.device('cuda')))"
       gpu_tests 150 "test_pdl or test_cuda_graph_capture" gpu_s37_gate.log ;;
+    s37-lazybm)
+      # prepared in session 36: TD(lambda)'s lazily applied cut on batch-major single passes
+      # (launch._TD_LAZY_CUT_BATCH): its GPU tests, then an A/B against the cut in every scan
+      gpu_tests 170 "test_lazy_cut_batch" gpu_s37_lazybm.log
+      variants_ab s37lz 170 td_lambda,discounted_returns \
+        512x4096,512x2048,4096x2048,16384x512,4096x512,512x512,64x2048,512x12000,4096x128 \
+        cut lazy='s/^_TD_LAZY_CUT_BATCH: .*/_TD_LAZY_CUT_BATCH: frozenset[str] = frozenset({"td_lambda", "discounted_returns"})/' ;;
     s36-512)
       # session 36: the classic grid's worst rows with the dependent launch (512 rows of 2048
       # and 4096 steps), and split segments of 1024-4096 steps at one row of 2^20

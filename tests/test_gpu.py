@@ -1066,6 +1066,53 @@ def _live_replays() -> list:
     return [r for inst in _INSTANCES.values() for r in inst._replays.values() if r.generation == launch._generation]
 
 
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("shape", [(512, 4096), (300, 77), (64, 2048), (512, 12000), (3, 300000)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("form", ["last_value", "per_step", "nan", "inf"])
+def test_lazy_cut_batch(shape, name, form, monkeypatch):
+    """launch._TD_LAZY_CUT_BATCH forced on for both forms (prepared, off by default):
+    batch-major single passes (whole rows of 77-4096 steps, a chunk loop of 12000) scan
+    without the cut and again with it where something came out non-finite; rows across lanes
+    and a split (3 x 300000) keep the cut: against float64, and with a NaN or inf reward after
+    an episode end and late in a row (``nan``, ``inf``) the same non-finite elements as with
+    it off."""
+    from rltriton.kernels import launch
+
+    used = launches_used(monkeypatch, launch)
+    both = frozenset({"td_lambda", "discounted_returns"})
+    try:
+        if form in ("nan", "inf"):
+            outs = {}
+            for on in (True, False):
+                monkeypatch.setattr(launch, "_TD_LAZY_CUT_BATCH", both if on else frozenset())
+                launch.clear_caches()
+                used.clear()
+                case = make_case(name, shape, seed=23)
+                r = case.args[0]
+                flags = case.kwargs["terminated"]
+                for row in range(min(shape[0], 4)):
+                    ends = flags[row].nonzero().flatten().tolist()
+                    for t in [e + 1 for e in ends if e + 1 < shape[1]][:1] + [shape[1] * 3 // 4 + row % 3]:
+                        r[row, t] = float(form)
+                outs[on] = [o.cpu() for o in on_gpu(case)(backend="triton")]
+                if on:
+                    first = used[0][0][3]
+            assert_same_non_finite(outs[True], outs[False])
+        else:
+            monkeypatch.setattr(launch, "_TD_LAZY_CUT_BATCH", both)
+            launch.clear_caches()
+            kw = dict(per_step=True) if form == "per_step" else {}
+            case = on_gpu(make_case(name, shape, seed=13, **kw))
+            _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} lazy cut {form}")
+            first = used[0][0][3]
+        single = first.get("PHASE") == 0 and first.get("GROUP_TILES") != 4
+        assert bool(first.get("LAZY_CUT")) == single, first
+        assert single or shape in ((300, 77), (3, 300000)), first  # (the whole rows and the loop: lazily)
+    finally:
+        launch.clear_caches()
+
+
 # the default tiles of each path on the H200: short rows in time order (12 steps), rows laid
 # end to end (32 steps, Triton < 3.7), the group scan (128), the chunk loop (3000), a
 # two-pass split (3 x 300000) and time-major tiles

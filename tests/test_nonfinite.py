@@ -179,6 +179,39 @@ def test_lazy_cut_on_time_major_plans_only(name, monkeypatch, poisoned):
             _same_nonfinite(o, r, case, f"{name}[{i}] time_major={time_major}")
 
 
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("tiles", ["whole-row", "chunk-loop", "split"])
+def test_lazy_cut_batch_major_single_pass(name, tiles, monkeypatch, poisoned):
+    """launch._TD_LAZY_CUT_BATCH forced on (prepared, off by default): batch-major single
+    passes, a whole row in one chunk or a chunk loop, scan without the cut and run again with
+    it where something came out non-finite; a split keeps the cut in every scan. With NaN
+    and inf rewards (one of them in a later chunk than the row's first) the NaN and inf
+    positions are the reference's and the rest within rounding; finite inputs match the
+    float64 reference."""
+    if not INTERPRET:
+        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_TD_LAZY_CUT_BATCH", frozenset({"td_lambda", "discounted_returns"}))
+    shape = (3, 300)
+    if tiles != "whole-row":
+        use_small_tiles(monkeypatch, poisoned, split=tiles == "split")
+        shape = (4, 63)
+    poisoned.clear_caches()  # (replays recorded under other settings)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.segments > 1, pl.chunk_loop, kw.get("LAZY_CUT")))
+    bad = _poisoned_inputs(name, shape)
+    bad.args[0][2, shape[1] - 4] = float("nan")
+    want = {"whole-row": (False, False, True), "chunk-loop": (False, True, True), "split": (True, False, False)}
+    try:
+        for case in (bad, make_case(name, shape, seed=43)):
+            seen.clear()
+            poisoned.clear_caches()  # (a replay of the first call would launch without a plan)
+            out = case(backend="triton")
+            assert seen == [want[tiles]], seen
+            for i, (o, r) in enumerate(zip(out, case(backend="reference"))):
+                _same_nonfinite(o, r, case, f"{name}[{i}] {tiles}")
+    finally:
+        poisoned.clear_caches()
+
+
 # launch._EDGE_CARRY: discounted returns with a last_value (or none) and no truncations
 # start their scan from a carry holding the window-edge value. The modes where it applies:
 # one pass of default tiles, a chunk loop of small tiles, rows across lanes, and time-major

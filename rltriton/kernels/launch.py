@@ -614,6 +614,15 @@ def _carry_prod(form: str) -> bool | int:
 # 27.7), batch-major ones lose (TD(lambda) 16384 x 512 27.2 -> 34.6, 16 x 262144 34.7 ->
 # 48.4, 512 x 4096 10.9 -> 13.2), so it applies to time-major plans only.
 _TD_LAZY_CUT = True
+# ... and on batch-major single passes (one segment: a whole row, or a chunk loop; not rows
+# across lanes) for the kernel forms named here ("td_lambda", "discounted_returns": its kernel
+# without values). Session 13's batch-major loss was TD(lambda) at 72 registers, one 16-warp
+# program an SM; discounted returns' whole 4096-step row with it is 64 registers, still two
+# programs an SM as the cut's 53, and its uncut scan issues 472 SASS instructions a thread
+# against 552 (benchmarks/sass_counts.py, Triton 3.6, 2026-12-03-h200-s36-notes.md), where
+# Nsight Compute saw 0.73 warps issued a scheduler a cycle (2026-12-02-h200-s28-ncu-stalls.txt).
+# Prepared in session 36, not yet timed (device_run.sh s37-lazybm): off.
+_TD_LAZY_CUT_BATCH: frozenset[str] = frozenset()
 # Discounted returns (td_lambda_kernel without values) with a last_value or no bootstrap and
 # no truncations, on whole rows (PHASE 0), may start their scan from a carry holding the
 # window-edge value instead of reading it into step T - 1's nv: each step is then
@@ -2203,7 +2212,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         v = rows(raw.get("values"))
         out = _output(p, caller, like)
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
-        lazy = _TD_LAZY_CUT and pl.time_major
+        lazy = _TD_LAZY_CUT and (pl.time_major or (split_form in _TD_LAZY_CUT_BATCH and pl.segments == 1
+                                                    and not pl.lanes))
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
                 "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major,
                 "INTERIOR": not lazy and _interior(pl, meta)}
