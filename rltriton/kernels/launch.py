@@ -1062,17 +1062,23 @@ def _driver_version() -> int:
     return int(version.value)
 
 
-@functools.lru_cache(maxsize=16)
-def _pdl_capable(index: int) -> bool:
-    """Device ``index`` runs griddepcontrol (compute capability 9.0 or newer), the installed
-    Triton compiles and launches with ``launch_pdl`` (a CUDA compile option since Triton 3.3)
-    and the driver is at least ``_PDL_MIN_DRIVER``."""
+def _triton_launch_pdl() -> bool:
+    """Whether the installed Triton compiles and launches with ``launch_pdl`` (a CUDA
+    compile option since Triton 3.3)."""
     try:
         from triton.backends.nvidia.compiler import CUDAOptions
     except ImportError:
         return False
-    return "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {}) \
-        and torch.cuda.get_device_capability(index) >= (9, 0) and _driver_version() >= _PDL_MIN_DRIVER
+    return "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {})
+
+
+@functools.lru_cache(maxsize=16)
+def _pdl_capable(index: int) -> bool:
+    """Device ``index`` runs griddepcontrol (compute capability 9.0 or newer), the installed
+    Triton has ``launch_pdl`` (:func:`_triton_launch_pdl`) and the driver is at least
+    ``_PDL_MIN_DRIVER``."""
+    return _triton_launch_pdl() and torch.cuda.get_device_capability(index) >= (9, 0) \
+        and _driver_version() >= _PDL_MIN_DRIVER
 
 
 def _pdl(device: torch.device) -> bool:
