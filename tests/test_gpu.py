@@ -732,6 +732,18 @@ def test_interior(shape, name, form, monkeypatch):
         launch.clear_caches()
 
 
+def _put_rewards(case: Case, value: float, rows: int, after_end, late) -> None:
+    """Set the reward to ``value`` (NaN or inf) in each of the first ``rows`` rows of
+    ``case``: at the step after the first episode end whose next step ``after_end`` accepts,
+    and at step ``late(row)``."""
+    r = case.args[0]
+    flags = case.kwargs["terminated"]
+    for row in range(rows):
+        ends = flags[row].nonzero().flatten().tolist()
+        for t in [e + 1 for e in ends if after_end(e + 1)][:1] + [late(row)]:
+            r[row, t] = value
+
+
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
 @pytest.mark.parametrize("shape", [(16, 262144), (1, 1048576), (3, 100003)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("form", ["last_value", "bootstrap_values", "none", "per_step", "nan", "inf"])
@@ -753,12 +765,8 @@ def test_interior_lazy(shape, name, form, monkeypatch):
                 monkeypatch.setattr(launch, "_INTERIOR", on)
                 launch.clear_caches()
                 case = make_case(name, shape, seed=19)
-                r = case.args[0]
-                flags = case.kwargs["terminated"]
-                for row in range(min(shape[0], 4)):
-                    ends = flags[row].nonzero().flatten().tolist()
-                    for t in [e + 1 for e in ends if 5000 <= e + 1 < 6000][:1] + [shape[1] // 2 + row]:
-                        r[row, t] = float(form)
+                _put_rewards(case, float(form), min(shape[0], 4), lambda t: 5000 <= t < 6000,
+                             lambda row: shape[1] // 2 + row)
                 outs[on] = [o.cpu() for o in on_gpu(case)(backend="triton")]
             assert_same_non_finite(outs[True], outs[False])
         else:
@@ -1089,12 +1097,8 @@ def test_lazy_cut_batch(shape, name, form, monkeypatch):
                 launch.clear_caches()
                 used.clear()
                 case = make_case(name, shape, seed=23)
-                r = case.args[0]
-                flags = case.kwargs["terminated"]
-                for row in range(min(shape[0], 4)):
-                    ends = flags[row].nonzero().flatten().tolist()
-                    for t in [e + 1 for e in ends if e + 1 < shape[1]][:1] + [shape[1] * 3 // 4 + row % 3]:
-                        r[row, t] = float(form)
+                _put_rewards(case, float(form), min(shape[0], 4), lambda t: t < shape[1],
+                             lambda row: shape[1] * 3 // 4 + row % 3)
                 outs[on] = [o.cpu() for o in on_gpu(case)(backend="triton")]
                 if on:
                     first = used[0][0][3]
