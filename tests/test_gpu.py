@@ -914,7 +914,8 @@ def test_carry_fold_time_major(shape, name, monkeypatch):
         case = on_gpu(make_case(name, shape, seed=12, time_major=True))
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} time-major carry fold")
         phase2 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 2]
-        assert phase2 and all(kw.get("CARRY_PROD") == 2 for kw in phase2), phase2
+        # (plus 4 where PHASE 2 is a dependent launch that waits late, launch._PDL_LATE)
+        assert phase2 and all(kw.get("CARRY_PROD") % 4 == 2 for kw in phase2), phase2
     finally:
         launch.clear_caches()
 
