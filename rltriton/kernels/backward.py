@@ -253,6 +253,7 @@ def _td_lambda_chunks(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr, STAGES: tl.constexpr,
     SEG_MAP_FWD: tl.constexpr, CARRY_PROD: tl.constexpr, CUT: tl.constexpr, CHECK: tl.constexpr,
     TM_W: tl.constexpr = 0, EDGE_CARRY: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False,
+    CONST_T: tl.constexpr = False,
 ):
     """TD(lambda)'s chunk loop over one program's segment, from ``carry``: returns the
     segment's map (seg_a, seg_b) (PHASE 1) and, with ``CHECK``, a scalar that is 0 when
@@ -261,7 +262,8 @@ def _td_lambda_chunks(
     ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
     :func:`scan.constant_chunk_map`'s reductions instead of a scan. ``tseg``: the segment
     whose steps the chunks' times count from (``seg``, or 0 for pointers already moved to
-    the segment's first step: td_lambda_kernel's ``INTERIOR``); ``seg`` places the summaries."""
+    the segment's first step: td_lambda_kernel's ``INTERIOR``); ``seg`` places the summaries.
+    ``CONST_T``: T is a constant (td_lambda_kernel's ``EXACT_T``)."""
     REV: tl.constexpr = not (GROUP_TILES or TIME_MAJOR)  # chunks in time order: reverse scans
     seg_a = tl.zeros([BLOCK_N], DT)
     seg_b = tl.full([BLOCK_N], 1.0, DT)
@@ -298,11 +300,29 @@ def _td_lambda_chunks(
             if NV_MODE == 0 and not HAS_VALUES and not (G_TENSOR or L_TENSOR):
                 # discounted returns with no bootstrap: nv is 0 and the scalars are finite, so the
                 # bootstrap term is 0 exactly; 0 * g cannot be folded by the compiler (a NaN g
-                # would make it NaN), which cost 4 instructions an element
-                alpha = tl.where(mask, r, 0.0)
+                # would make it NaN), which cost 4 instructions an element; r is 0 where masked
+                # (as loaded)
+                alpha = r
+            elif NV_MODE == 3 and not HAS_VALUES:
+                # a last_value and no values: nv is 0 but at t = T - 1, where cont is false,
+                # so the bootstrap term is g_k nv there and 0 before; written so, the term
+                # folds away wherever the time is a constant (launch._EXACT_T) instead of
+                # costing a 0 * g_k product and a select an element. Where masked, r and the
+                # last_value are 0 as loaded, so alpha is too.
+                alpha = r + tl.where(ts == T - 1, gk * nv, 0.0)
             else:
                 alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
-        beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
+        if CONST_T:
+            # past T a step is the identity (beta 1, alpha 0 as above), so a chunk's padding
+            # passes the carry through; a row past R is never stored and never meets another
+            # row's scan (the flat rows' end of row is beta = 0 at T - 1 whatever the mask),
+            # so the time's mask is enough, and with T a constant it folds away (SASS a
+            # thread, discounted returns 512 x 4096: 528 -> 512; 4096 x 128: 304 -> 296).
+            # With T at run time it cost more than the whole mask, which the loads compute
+            # anyway (time-major 16384 x 512: 1248 -> 1336; Triton 3.6)
+            beta = tl.where(ts < T, tl.where(cont, g * lm, 0.0), 1.0)
+        else:
+            beta = tl.where(mask, tl.where(cont, g * lm, 0.0), 1.0)
         if PHASE == 1 and MAP_REDUCE:
             t_lo = chunk_start(tseg, SEG, i, n_chunks, BLOCK_T)
             k = scalar(g_hi, g_lo, DT) * scalar(l_hi, l_lo, DT)
@@ -476,7 +496,7 @@ def td_lambda_kernel(
                 rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
                 HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE,
                 S_BLOCK, ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W,
-                False, MAP_REDUCE,
+                False, MAP_REDUCE, CONST_T=EXACT_T,
             )
     elif inside:
         # the segment's steps from its first (int64: a time stride may be large); one row a
@@ -502,7 +522,7 @@ def td_lambda_kernel(
             rows, row_mask, seg, n_segs, n_chunks, edge_carry, s_sr, s_ss, seg,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
             ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W, True,
-            MAP_REDUCE,
+            MAP_REDUCE, CONST_T=EXACT_T,
         )
     else:
         seg_a, seg_b, check = _td_lambda_chunks(
@@ -512,7 +532,7 @@ def td_lambda_kernel(
             rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
             HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
             ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, not LAZY, LAZY, TM_W, False,
-            MAP_REDUCE,
+            MAP_REDUCE, CONST_T=EXACT_T,
         )
     tl.static_assert(not INTERIOR_LAZY or INTERIOR, "INTERIOR_LAZY: interior chunks")
     if LAZY:
@@ -525,7 +545,7 @@ def td_lambda_kernel(
                 rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss, seg,
                 HAS_VALUES, HAS_TERM, HAS_TRUNC, NV_MODE, G_TENSOR, L_TENSOR, DT, BLOCK_N, BLOCK_T, PHASE, S_BLOCK,
                 ONE_CHUNK, TIME_MAJOR, GROUP_TILES, STAGES, SEG_MAP_FWD, CARRY_PROD, True, False, TM_W, False,
-                MAP_REDUCE,
+                MAP_REDUCE, CONST_T=EXACT_T,
             )
     store_summary(sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, seg_a, seg_b, PHASE)
 
