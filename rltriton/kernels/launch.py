@@ -621,7 +621,12 @@ _TD_LAZY_CUT = True
 # programs an SM as the cut's 53, and its uncut scan issues 472 SASS instructions a thread
 # against 552 (benchmarks/sass_counts.py, Triton 3.6, 2026-12-03-h200-s36-notes.md), where
 # Nsight Compute saw 0.73 warps issued a scheduler a cycle (2026-12-02-h200-s28-ncu-stalls.txt).
-# Prepared in session 36, not yet timed (device_run.sh s37-lazybm): off.
+# Timed in session 37 (device_run.sh s37-lazybm, 2026-12-03-h200-s37-ab-lazy-batch.txt), us,
+# cut -> lazily: discounted returns gained only at 512 rows of 2048-4096 steps (7.6 -> 6.9,
+# 4.1 -> 3.8) and lost elsewhere (4096 x 2048 22.8 -> 23.5, 16384 x 512 21.0 -> 22.3, 512 x
+# 12000 30.3 -> 43.4); TD(lambda) lost at every row (72 registers: 512 x 4096 8.0 -> 10.0).
+# Off; the bootstrap term folded where T is a constant (backward._td_lambda_chunks) took
+# discounted returns 512 x 4096 to 6.9 without a second path.
 _TD_LAZY_CUT_BATCH: frozenset[str] = frozenset()
 # Discounted returns (td_lambda_kernel without values) with a last_value or no bootstrap and
 # no truncations, on whole rows (PHASE 0), may start their scan from a carry holding the
