@@ -307,7 +307,7 @@ def test_pdl_launch_settings(late, prod, monkeypatch):
     assert kw1["PDL"] is True and "launch_pdl" not in kw1 and kw1["CARRY_PROD"] is prod
     assert kw2["launch_pdl"] is True
     if late:
-        assert kw2["PDL"] is False and kw2["CARRY_PROD"] == int(prod) + 4
+        assert kw2["PDL"] is False and kw2["CARRY_PROD"] == int(prod) + launch.CARRY_WAIT.value
     else:
         assert kw2["PDL"] is True and kw2["CARRY_PROD"] is prod
     (spec,) = launch.launch_specs(object(), 1, 512, launch.plan_for(1, 512, cpu), [torch.zeros(1)], meta,

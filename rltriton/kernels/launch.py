@@ -21,7 +21,7 @@ from torch import Tensor
 
 from rltriton.kernels.backward import gae_kernel, retrace_kernel, td_lambda_kernel, vtrace_kernel
 from rltriton.kernels.forward import forward_kernel
-from rltriton.kernels.scan import lanes_per_row, triton_version
+from rltriton.kernels.scan import CARRY_WAIT, lanes_per_row, triton_version
 
 if TYPE_CHECKING:
     from rltriton.assigner import CreditAssigner, Problem
@@ -330,7 +330,7 @@ _DEFAULT_SMS = 132  # the CPU interpreter has no device to ask
 # those of a CUDA graph capturing it, passed in session 36: 2026-12-03-h200-s36-notes).
 _PDL = True
 # ... with PHASE 2's wait moved from its start to its first read of the summaries (its
-# CARRY_PROD plus 4, scan.segment_carry_in): where the carry-in follows the tile's loads (one
+# CARRY_PROD plus scan.CARRY_WAIT, scan.segment_carry_in): where the carry-in follows the tile's loads (one
 # chunk a segment, scan.scan_step), those loads, of inputs written before PHASE 1 started, are
 # issued while PHASE 1 still runs. device_run.sh s36-pdl-late (2026-12-03-h200-s36-ab-pdl-
 # late.txt), us, plain / wait first / wait late: 1 x 1048576 discounted returns 8.2 / 7.2 /
@@ -1842,7 +1842,8 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
     # waits at its start or, _PDL_LATE, at its first read of the summaries
     pdl: list[dict] = [{}, {}]
     if _pdl(device):
-        wait = dict(PDL=False, CARRY_PROD=int(common.get("CARRY_PROD", False)) + 4) if _PDL_LATE else dict(PDL=True)
+        wait = (dict(PDL=False, CARRY_PROD=int(common.get("CARRY_PROD", False)) + CARRY_WAIT.value) if _PDL_LATE
+                else dict(PDL=True))
         pdl = [dict(PDL=True), dict(launch_pdl=True, **wait)]
     return [(kernel, grid, full, {"PHASE": phase, "S_BLOCK": s_block, "SEG_FLIP": flip and phase == 2, **common,
                                   **pdl[phase - 1]})

@@ -923,6 +923,13 @@ def _product(x, y):
     return x * y
 
 
+# Added to a PHASE 2's CARRY_PROD (launch._PDL_LATE): the summaries come from a prior grid
+# still running (a programmatic dependent launch), and segment_carry_in waits for it before
+# reading them. One constexpr carries both, so that the carry-in's many call sites (every
+# kernel's chunk loop, scan_step) need no parameter of their own.
+CARRY_WAIT = tl.constexpr(4)
+
+
 @triton.jit
 def segment_carry_in(
     sum_a_ptr, sum_b_ptr, s_sr, s_ss, rows, row_mask, seg, n_segs, init, REVERSE: tl.constexpr,
@@ -948,13 +955,15 @@ def segment_carry_in(
     ``tl.cumprod`` of b read one column late, and the rest are reductions, which need no
     order (a product and a sum). ``PROD = 2`` (``launch._CARRY_FOLD_INIT``): ``init`` is
     the term of the column past the last segment, so the sum alone gives the carry (no product
-    reduction, no second read of the b). ``PROD`` plus 4 (``launch._PDL_LATE``): the
+    reduction, no second read of the b). ``PROD`` plus :data:`CARRY_WAIT` (``launch._PDL_LATE``): the
     summaries come from a prior grid still running (a programmatic dependent launch), so
     wait for it (:func:`grid_wait`) before reading them, after the tile's loads where
     :func:`scan_step` composes the carry-in. ``CUT``: see :func:`times`."""
-    if PROD >= 4:
+    if PROD >= CARRY_WAIT:
         grid_wait()
-    MODE: tl.constexpr = PROD % 4
+        MODE: tl.constexpr = PROD - CARRY_WAIT
+    else:
+        MODE: tl.constexpr = PROD
     cols = tl.arange(0, S_BLOCK)[None, :]
     if MODE:
         if REVERSE:
@@ -964,7 +973,10 @@ def segment_carry_in(
         inside = row_mask & (segs >= 0) & (segs < n_segs)
         off = rows * s_sr + segs * s_ss
         a = tl.load(sum_a_ptr + off, mask=inside, other=0.0)
-        b = tl.load(sum_b_ptr + off, mask=inside, other=1.0)  # (unread with MODE = 2)
+        # (read here, before the other loads, even where MODE = 2 leaves it unused, as the
+        # compiler drops it then: loaded in the branch below, discounted returns' PHASE 2 at
+        # 1 x 1048576 took a register more, Triton 3.6)
+        b = tl.load(sum_b_ptr + off, mask=inside, other=1.0)
         # b of the column before (1 for column 0): its cumulative product is the exclusive one
         if REVERSE:
             before = seg + cols
