@@ -621,7 +621,7 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       # constant) and beta's time mask under EXACT_T (backward._td_lambda_chunks' CONST_T): the
       # GPU tests of TD(lambda)'s kernel, then an A/B against _ab/s38/base (carried; made by
       # mkdir -p _ab/s38/base && git archive 83985d3 rltriton | tar -x -C _ab/s38/base)
-      gpu_tests 280 "discounted or td_lambda or exact_t or flat or lazy or edge_carry or wide_lanes or carry_fold" \
+      gpu_tests 280 "discounted or td_lambda or exact_t or flat or lazy or edge_carry or wide_lanes or carry_fold or test_pdl" \
         gpu_s38_dr.log
       timeout 200 python3 benchmarks/ab.py _ab/s38/base . --est discounted_returns,td_lambda,discounted_returns_tm \
         --shapes 512x4096,512x2048,4096x128,16384x128,8192x128,4096x64,16384x64,32768x8,4096x512,16384x512,16x262144,1x1048576 \
