@@ -59,8 +59,9 @@
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
-#   s38-dr, ~8 min (carries _ab/s38/base): session 37's change to discounted returns' bootstrap
-#   term and beta's mask: the GPU tests of TD(lambda)'s kernel, then an A/B against 83985d3;
+#   s38-dr, ~9.5 min (carries _ab/s38/base): session 37's change to discounted returns' bootstrap
+#   term and beta's mask, and the forward kernel's alpha: GPU tests of both kernels, an A/B
+#   against 83985d3;
 #   s37-gate, ~1.5 min: the driver gate of the dependent launch (launch._PDL_MIN_DRIVER, added
 #   after session 36's device calls): the driver's version, then the dependent-launch and
 #   graph-capture GPU tests (test_pdl_split asserts PHASE 2's launch_pdl);
@@ -618,12 +619,14 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
     s38-dr)
       # session 37: discounted returns' bootstrap term as a select at T - 1 (folded where T is a
-      # constant) and beta's time mask under EXACT_T (backward._td_lambda_chunks' CONST_T): the
-      # GPU tests of TD(lambda)'s kernel, then an A/B against _ab/s38/base (carried; made by
+      # constant) and beta's time mask under EXACT_T (backward._td_lambda_chunks' CONST_T), and
+      # the forward kernel's alpha without a select: the GPU tests of both kernels, then an A/B
+      # against _ab/s38/base (carried; made by
       # mkdir -p _ab/s38/base && git archive 83985d3 rltriton | tar -x -C _ab/s38/base)
-      gpu_tests 280 "discounted or td_lambda or exact_t or flat or lazy or edge_carry or wide_lanes or carry_fold or test_pdl" \
+      gpu_tests 250 "discounted or td_lambda or exact_t or flat or lazy or edge_carry or wide_lanes or carry_fold or test_pdl" \
         gpu_s38_dr.log
-      timeout 200 python3 benchmarks/ab.py _ab/s38/base . --est discounted_returns,td_lambda,discounted_returns_tm \
+      gpu_tests 90 "traces or prefix or forward" gpu_s38_fwd.log
+      timeout 200 python3 benchmarks/ab.py _ab/s38/base . --est discounted_returns,td_lambda,discounted_returns_tm,traces \
         --shapes 512x4096,512x2048,4096x128,16384x128,8192x128,4096x64,16384x64,32768x8,4096x512,16384x512,16x262144,1x1048576 \
         2>&1 | tee "$OUT/ab_s38_dr.txt" | grep -v "^$" | tail -40 ;;
     s37-gate)
