@@ -60,8 +60,8 @@
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
 #   s38-dr, ~9.5 min (carries _ab/s38/base): session 37's change to discounted returns' bootstrap
-#   term and beta's mask, and the forward kernel's alpha: GPU tests of both kernels, an A/B
-#   against 83985d3;
+#   term and beta's mask, session 38's alphas without a select (forward kernel; TD(lambda)'s
+#   where T is a constant): GPU tests of both kernels, an A/B against 83985d3;
 #   s37-gate, ~1.5 min: the driver gate of the dependent launch (launch._PDL_MIN_DRIVER, added
 #   after session 36's device calls): the driver's version, then the dependent-launch and
 #   graph-capture GPU tests (test_pdl_split asserts PHASE 2's launch_pdl);
