@@ -21,6 +21,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# one xdist worker takes this whole module (pyproject's addopts: --dist loadgroup), so the
+# counts fixture's build of every kernel (26-86 s here, by the load beside it) runs once, not once a
+# worker
+pytestmark = pytest.mark.xdist_group("static_ptx")
 # per thread, [1, 512] on 4 warps, Triton 3.8: a forward scan of (alpha, beta) takes 12
 # shuffles (V-trace's four-value lagged scan 24); the reverse scans took 92
 MAX_SHUFFLES = {"vtrace": 40}
