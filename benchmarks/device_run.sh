@@ -620,7 +620,8 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
     s38-dr)
       # session 37: discounted returns' bootstrap term as a select at T - 1 (folded where T is a
       # constant) and beta's time mask under EXACT_T (backward._td_lambda_chunks' CONST_T), and
-      # the forward kernel's alpha without a select: the GPU tests of both kernels, then an A/B
+      # session 38's alphas without a select (the forward kernel; TD(lambda)'s under CONST_T):
+      # the GPU tests of both kernels, then an A/B
       # against _ab/s38/base (carried; made by
       # mkdir -p _ab/s38/base && git archive 83985d3 rltriton | tar -x -C _ab/s38/base)
       gpu_tests 250 "discounted or td_lambda or exact_t or flat or lazy or edge_carry or wide_lanes or carry_fold or test_pdl" \

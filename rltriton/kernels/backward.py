@@ -310,14 +310,14 @@ def _td_lambda_chunks(
                 # costing a 0 * g_k product and a select an element. Where masked, r and the
                 # last_value are 0 as loaded, so alpha is too.
                 alpha = r + tl.where(ts == T - 1, gk * nv, 0.0)
-            elif CONST_T:
-                # T is the row (no step past it) and a row past R reads 0 for r, the values and
-                # the last_value, so alpha is 0 there without a select (SASS a thread, TD(lambda),
-                # Triton 3.6: 512 x 4096 584 -> 568, 512 x 2048 472 -> 456, 16384 x 128's
-                # [8, 128] lanes 552 -> 536; registers alike)
-                alpha = r + gk * nv * tl.where(cont, 1.0 - lm, 1.0)
             else:
-                alpha = tl.where(mask, r + gk * nv * tl.where(cont, 1.0 - lm, 1.0), 0.0)
+                alpha = r + gk * nv * tl.where(cont, 1.0 - lm, 1.0)
+                if not CONST_T:
+                    # with T a constant, T is the row (no step past it) and a row past R reads 0
+                    # for r, the values and the bootstrap, so alpha is 0 there without this
+                    # select (SASS a thread, TD(lambda), Triton 3.6: 512 x 4096 584 -> 568,
+                    # 512 x 2048 472 -> 456, 16384 x 128's [8, 128] lanes 552 -> 536)
+                    alpha = tl.where(mask, alpha, 0.0)
         if CONST_T:
             # past T a step is the identity (beta 1, alpha 0 as above), so a chunk's padding
             # passes the carry through; a row past R is never stored and never meets another
