@@ -59,6 +59,8 @@
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
+#   s39-tdsel, ~4 min: TD(lambda)'s general alpha with and without its select where T is a
+#   constant, at 16384 x 128 and neighbours (session 39's grids: 1.17-1.19x -> 1.25x there);
 #   s38-dr, ~9.5 min (carries _ab/s38/base): session 37's change to discounted returns' bootstrap
 #   term and beta's mask, session 38's alphas without a select (forward kernel; TD(lambda)'s
 #   where T is a constant): GPU tests of both kernels, an A/B against 83985d3;
@@ -617,6 +619,20 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late
       variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
+    s39-tdsel)
+      # session 39: TD(lambda) 16384 x 128 read 5.6 -> 5.8 us in s38-dr's A/B and 1.17-1.19x ->
+      # 1.25x of the floor kernel in the grids since 83985d3: TD(lambda)'s general alpha with
+      # its select kept where T is a constant (sel, sel2) against the default (head, head2),
+      # in turn, at that lanes tile and its neighbours (both forms have passed the kernel's GPU
+      # tests: the select up to 83985d3, without it in session 39)
+      versions s39 sel head sel2 head2
+      for v in sel sel2; do
+        sed -i 's/^\( *\)if not CONST_T:$/\1if True:  # s39: the select kept/' "_ab/s39/$v/rltriton/kernels/backward.py"
+        grep -c "s39: the select kept" "_ab/s39/$v/rltriton/kernels/backward.py"
+      done
+      timeout 300 python3 benchmarks/ab.py _ab/s39/sel _ab/s39/head _ab/s39/sel2 _ab/s39/head2 --est td_lambda,td_lambda_tm \
+        --shapes 16384x128,8192x128,4096x128,16384x64,16384x512,512x4096,512x2048,4096x512 \
+        2>&1 | tee "$OUT/ab_s39_tdsel.txt" | grep -v "^$" | tail -20 ;;
     s38-dr)
       # session 37: discounted returns' bootstrap term as a select at T - 1 (folded where T is a
       # constant) and beta's time mask under EXACT_T (backward._td_lambda_chunks' CONST_T), and
