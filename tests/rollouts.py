@@ -2,7 +2,8 @@
 
 Every case draws fresh randn rewards/values (never zeros), ~15% terminations and ~10%
 truncations (interior and at t = T-1), and one of the bootstrap forms of SPEC.md
-section 2, so the boundary rules are exercised on every shape.
+section 2, so the boundary rules are exercised on every shape (``RANDOM_VALUES`` off,
+for plan-only dry runs, makes constant inputs instead).
 """
 
 from __future__ import annotations
@@ -21,6 +22,23 @@ BOOTSTRAP_FORMS = ("none", "last_value", "bootstrap_values", "next_values")
 FEW_ROWS_KIND = {"gae": "gae", "td_lambda": "td_lambda", "discounted_returns": "td_lambda", "vtrace": "vtrace",
                  "retrace": "retrace", "retrace_av": "retrace_actions", "traces": "forward", "prefix_sum": "forward"}
 EPS32 = torch.finfo(torch.float32).eps
+# False: make_case fills every tensor with a constant instead of drawing it (0 for the normal
+# draws, 1/2 for the uniform ones: no flag set, every index 0), for the dry runs of
+# tests/test_gpu_plans.py, which read shapes, strides and dtypes only; drawing their
+# large shapes took most of that file's time (make_case: 140 of 192 s on two cores)
+RANDOM_VALUES = True
+
+
+def _uniform(shape: tuple[int, ...], gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    if not RANDOM_VALUES:
+        return torch.full(shape, 0.5, dtype=dtype)
+    return torch.rand(shape, generator=gen, dtype=dtype)
+
+
+def _normal(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    if not RANDOM_VALUES:
+        return torch.zeros(shape, dtype=torch.float64)
+    return torch.randn(shape, generator=gen, dtype=torch.float64)
 
 
 @dataclass
@@ -50,7 +68,7 @@ class Case:
 
 
 def _flags(shape, p, gen, dtype, device):
-    f = torch.rand(shape, generator=gen) < p
+    f = _uniform(tuple(shape), gen) < p
     if dtype == torch.bool:
         return f.to(device)
     return f.to(dtype).to(device)
@@ -86,12 +104,12 @@ def make_case(
     B, T = shape[:-1], shape[-1]
 
     def randn(*s, scale=1.0):
-        return (torch.randn(tuple(s), generator=gen, dtype=torch.float64) * scale).to(dtype).to(device)
+        return (_normal(tuple(s), gen) * scale).to(dtype).to(device)
 
     kw: dict[str, Any] = {}
     if per_step:
-        kw["gamma"] = (0.8 + 0.2 * torch.rand(shape, generator=gen, dtype=torch.float64)).to(dtype).to(device)
-        lam_t = (0.5 + 0.5 * torch.rand(shape, generator=gen, dtype=torch.float64)).to(dtype).to(device)
+        kw["gamma"] = (0.8 + 0.2 * _uniform(tuple(shape), gen, torch.float64)).to(dtype).to(device)
+        lam_t = (0.5 + 0.5 * _uniform(tuple(shape), gen, torch.float64)).to(dtype).to(device)
     else:
         kw["gamma"] = gamma
         lam_t = lam
@@ -99,9 +117,9 @@ def make_case(
     if flags in ("terminated", "both"):
         term = _flags(shape, 0.15, gen, flag_dtype, device)
     if flags in ("truncated", "both"):
-        trunc_b = torch.rand(shape, generator=gen) < 0.1
+        trunc_b = _uniform(tuple(shape), gen) < 0.1
         if truncate_last and T > 0:
-            trunc_b[..., -1] |= torch.rand(B, generator=gen) < 0.5
+            trunc_b[..., -1] |= _uniform(tuple(B), gen) < 0.5
         if term is not None:  # a step is terminated or truncated, as Gymnasium reports
             trunc_b &= ~(term.cpu() != 0)
         trunc = trunc_b.to(flag_dtype).to(device)
@@ -139,10 +157,11 @@ def make_case(
         )
     elif name == "retrace_av":
         A = n_actions
-        logits = torch.randn(*shape, A, generator=gen, dtype=torch.float64)
+        logits = _normal((*shape, A), gen)
         pi = torch.softmax(logits, -1).to(dtype).to(device)
-        actions = torch.randint(0, A, shape, generator=gen).to(device)
-        blp = torch.log(torch.rand(shape, generator=gen, dtype=torch.float64) * 0.9 + 0.1).to(dtype).to(device)
+        actions = (torch.randint(0, A, tuple(shape), generator=gen) if RANDOM_VALUES
+                   else torch.zeros(tuple(shape), dtype=torch.int64)).to(device)
+        blp = torch.log(_uniform(tuple(shape), gen, torch.float64) * 0.9 + 0.1).to(dtype).to(device)
         case = Case(
             name, (randn(*shape), randn(*shape, A), pi, actions, blp),
             {**kw, "lam": lam_t, "c_bar": 1.0, **flag_kw, **boundary(values_like=False)},

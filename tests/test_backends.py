@@ -879,15 +879,20 @@ def test_forward_tiles(name, monkeypatch, poisoned):
 @pytest.mark.parametrize("name", ["gae", "vtrace", "retrace_av", "traces"])
 @pytest.mark.parametrize("group_tiles", [True, False])
 def test_default_tiles_long_rows(name, group_tiles, request, monkeypatch):
-    """Default tile sizes: T = 257 spans three 128-step chunks; 37 rows several programs;
-    backward chunks in group form and in time order (``launch._GROUP_TILES``)."""
+    """Default tile sizes: T = 257 on one row a program (the interpreter's plan: a 512-step
+    chunk, most of it past T; 7 rows, as many programs; more rows would only repeat them),
+    and 201 rows of 3 steps on 64-row tiles (4 programs, the last cut by R); backward chunks
+    in group form and in time order (``launch._GROUP_TILES``)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     launch = request.getfixturevalue("poisoned")
     monkeypatch.setattr(launch, "_GROUP_TILES", group_tiles)
+    seen = plans_used(monkeypatch, launch, lambda pl, kw: (pl.block_n, pl.segments))
     launch.clear_caches()
-    check(make_case(name, (37, 257), seed=29), "triton")
-    check(make_case(name, (1100, 3), seed=31), "triton")
+    check(make_case(name, (7, 257), seed=29), "triton")
+    check(make_case(name, (201, 3), seed=31), "triton")
+    (bn_long, segs_long), (bn_short, segs_short) = seen
+    assert (bn_long, segs_long, segs_short) == (1, 1, 1) and 1 < bn_short < 201 and 201 % bn_short, seen
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -923,8 +928,8 @@ def test_map_reduce(name, group_tiles, flags, bootstrap, monkeypatch, poisoned):
     and lam, float32), against the float64 reference: segments of one chunk and of several
     (the chunk loop composing the maps), a last chunk cut by T, chunks in group form and in
     time order, every flag set and bootstrap form, gamma lam = 0 (every beta 0: k^0 must be
-    1, not 2^(0 * -inf)) and 1. Per-step gamma, time-major tiles and float64 keep the scan.
-    The three forms forced (the default takes TD(lambda)'s only: test_map_reduce_forms)."""
+    1, not 2^(0 * -inf)) and 1. The three forms forced (the default takes TD(lambda)'s only:
+    test_map_reduce_forms); the calls that keep the scan: test_map_reduce_declined."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
@@ -942,11 +947,30 @@ def test_map_reduce(name, group_tiles, flags, bootstrap, monkeypatch, poisoned):
             check(case, "triton")
             phase1 = [kw for launches in used for _k, _g, _a, kw in launches if kw.get("PHASE") == 1]
             assert phase1 and all(kw.get("MAP_REDUCE") for kw in phase1), (case.T, phase1)
-        for case, what in ((make_case(name, (3, 63), flags=flags, bootstrap=bootstrap, per_step=True, seed=49),
-                            "per-step"),
-                           (make_case(name, (3, 63), flags=flags, bootstrap=bootstrap, dtype=torch.float64,
-                                      seed=51), "float64"),
-                           (make_case(name, (3, 63), flags=flags, bootstrap=bootstrap, time_major=True, seed=53),
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("name", MAP_REDUCE_NAMES)
+@pytest.mark.parametrize("group_tiles", [True, False])
+def test_map_reduce_declined(name, group_tiles, monkeypatch, poisoned):
+    """Per-step gamma and lam, time-major tiles and float64 keep PHASE 1's scan with
+    launch._MAP_REDUCE on (launch._map_reduce: the choice reads the plan, the gamma and lam
+    kinds and the dtype, not the flags or the bootstrap form, so one set of each suffices
+    here; test_boundary_forms and test_per_step_gamma_lam check those forms' outputs on the
+    scan), against the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", group_tiles)
+    monkeypatch.setattr(poisoned, "_MAP_REDUCE", frozenset(MAP_REDUCE_NAMES))
+    used = launches_used(monkeypatch, poisoned)
+    poisoned.clear_caches()
+    try:
+        for case, what in ((make_case(name, (3, 63), per_step=True, seed=49), "per-step"),
+                           (make_case(name, (3, 63), bootstrap="next_values", flags="truncated",
+                                      dtype=torch.float64, seed=51), "float64"),
+                           (make_case(name, (3, 63), bootstrap="bootstrap_values", time_major=True, seed=53),
                             "time-major")):
             used.clear()
             check(case, "triton")

@@ -51,6 +51,11 @@ def _needs_cuda(request):
     request.getfixturevalue("poisoned")
 
 
+def reference(case: Case) -> tuple[torch.Tensor, ...]:
+    """The float64 reference outputs of ``case`` (tests/test_gpu_plans.py's dry runs skip it)."""
+    return case(backend="reference")
+
+
 def _compare(case: Case, ref: tuple[torch.Tensor, ...], what: str) -> None:
     out = case(backend="triton")
     for i, (o, r) in enumerate(zip(out, ref)):
@@ -107,7 +112,7 @@ def test_time_major_tiles_on_gpu(shape, name):
 
     assert launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=True).time_major
     case = make_case(name, shape, seed=shape[1])
-    _compare_time_major(case, case(backend="reference"), f"{name} {shape}")
+    _compare_time_major(case, reference(case), f"{name} {shape}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])

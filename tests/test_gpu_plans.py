@@ -5,7 +5,8 @@ Each test here is one of ``test_gpu.py``'s, with the same parameters, run "dry":
 132 SMs and Triton 3.6's settings (the device image's version: no reshaped group tiles,
 lanes tiles for short rows, narrow time-major lanes tiles), the launcher's whole host path
 (validation, plan, kernel constexprs) and no kernel launched; the references are not
-computed and nothing is compared. What is left of each test is its assertions on the plans
+computed, nothing is compared and the inputs are constants, not random draws
+(``rollouts.RANDOM_VALUES``). What is left of each test is its assertions on the plans
 and constexprs the launcher chose. A repeated call with the same signature is skipped, as
 the GPU's replay of it makes no new plan. The outputs themselves are checked on the H200
 (``pytest -m gpu``), and the interpreter tests check the same kernels at small shapes.
@@ -18,6 +19,7 @@ import functools
 import pytest
 import torch
 
+from tests import rollouts
 from tests import test_gpu as G
 from tests.rollouts import Case, to_time_major
 
@@ -77,6 +79,9 @@ def dry(monkeypatch):
 
     monkeypatch.setattr(G, "on_gpu", lambda case: case)
     monkeypatch.setattr(G, "as_f64", lambda case: lambda **kwargs: ())
+    monkeypatch.setattr(G, "reference", lambda case: ())
+    # constant inputs: nothing here reads a value (the launcher's host path never does)
+    monkeypatch.setattr(rollouts, "RANDOM_VALUES", False)
     monkeypatch.setattr(G, "_compare", lambda case, ref, what: run_once(case))
     monkeypatch.setattr(G, "_compare_time_major", lambda case, ref, what: run_once(to_time_major(case)))
     monkeypatch.setattr(G, "_compare_nonfinite",
