@@ -59,6 +59,8 @@
 #   s35-fold2, ~6 min: the carry fold as default: GPU tests, discounted returns' A/B;
 #   s35-av, ~4 min: the rest of s35-fold2's tests, Retrace's action form with and without it;
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
+#   s39-long, ~4 min (carry .peers): the long goal rows of V-trace, Retrace, the action form,
+#   traces and prefix sums, which session 39's long run did not reach;
 #   s39-tdsel, ~4 min: TD(lambda)'s general alpha with and without its select where T is a
 #   constant, at 16384 x 128 and neighbours (session 39's grids: 1.17-1.19x -> 1.25x there);
 #   s38-dr, ~9.5 min (carries _ab/s38/base): session 37's change to discounted returns' bootstrap
@@ -619,6 +621,12 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late
       variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
+    s39-long)
+      # session 39's long rows ended at its time box after GAE, TD(lambda) and discounted
+      # returns: the goal rows of the other estimators against rl-triton (carry .peers)
+      timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid long --shapes 16x262144,1x1048576 \
+        --estimators vtrace,retrace,retrace_av,traces,prefix_sum --peers rl-triton --max-minutes 4.7 --no-plots \
+        --tag s39-long-rest --out "$OUT" 2>&1 | tail -12 ;;
     s39-tdsel)
       # session 39: TD(lambda) 16384 x 128 read 5.6 -> 5.8 us in s38-dr's A/B and 1.17-1.19x ->
       # 1.25x of the floor kernel in the grids since 83985d3: TD(lambda)'s general alpha with
