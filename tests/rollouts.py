@@ -41,6 +41,12 @@ def _normal(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
     return torch.randn(shape, generator=gen, dtype=torch.float64)
 
 
+def _integers(high: int, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    if not RANDOM_VALUES:
+        return torch.zeros(shape, dtype=torch.int64)
+    return torch.randint(0, high, shape, generator=gen)
+
+
 @dataclass
 class Case:
     """One call: positional tensors and keyword arguments, in a [*B, T] layout."""
@@ -68,7 +74,7 @@ class Case:
 
 
 def _flags(shape, p, gen, dtype, device):
-    f = _uniform(tuple(shape), gen) < p
+    f = _uniform(shape, gen) < p
     if dtype == torch.bool:
         return f.to(device)
     return f.to(dtype).to(device)
@@ -108,8 +114,8 @@ def make_case(
 
     kw: dict[str, Any] = {}
     if per_step:
-        kw["gamma"] = (0.8 + 0.2 * _uniform(tuple(shape), gen, torch.float64)).to(dtype).to(device)
-        lam_t = (0.5 + 0.5 * _uniform(tuple(shape), gen, torch.float64)).to(dtype).to(device)
+        kw["gamma"] = (0.8 + 0.2 * _uniform(shape, gen, torch.float64)).to(dtype).to(device)
+        lam_t = (0.5 + 0.5 * _uniform(shape, gen, torch.float64)).to(dtype).to(device)
     else:
         kw["gamma"] = gamma
         lam_t = lam
@@ -117,9 +123,9 @@ def make_case(
     if flags in ("terminated", "both"):
         term = _flags(shape, 0.15, gen, flag_dtype, device)
     if flags in ("truncated", "both"):
-        trunc_b = _uniform(tuple(shape), gen) < 0.1
+        trunc_b = _uniform(shape, gen) < 0.1
         if truncate_last and T > 0:
-            trunc_b[..., -1] |= _uniform(tuple(B), gen) < 0.5
+            trunc_b[..., -1] |= _uniform(B, gen) < 0.5
         if term is not None:  # a step is terminated or truncated, as Gymnasium reports
             trunc_b &= ~(term.cpu() != 0)
         trunc = trunc_b.to(flag_dtype).to(device)
@@ -159,9 +165,8 @@ def make_case(
         A = n_actions
         logits = _normal((*shape, A), gen)
         pi = torch.softmax(logits, -1).to(dtype).to(device)
-        actions = (torch.randint(0, A, tuple(shape), generator=gen) if RANDOM_VALUES
-                   else torch.zeros(tuple(shape), dtype=torch.int64)).to(device)
-        blp = torch.log(_uniform(tuple(shape), gen, torch.float64) * 0.9 + 0.1).to(dtype).to(device)
+        actions = _integers(A, shape, gen).to(device)
+        blp = torch.log(_uniform(shape, gen, torch.float64) * 0.9 + 0.1).to(dtype).to(device)
         case = Case(
             name, (randn(*shape), randn(*shape, A), pi, actions, blp),
             {**kw, "lam": lam_t, "c_bar": 1.0, **flag_kw, **boundary(values_like=False)},
