@@ -61,6 +61,9 @@
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
 #   s39-long, ~4 min (carry .peers): the long goal rows of V-trace, Retrace, the action form,
 #   traces and prefix sums, which session 39's long run did not reach;
+#   s40-lanes8, ~9 min (carries _ab/s40/base and .peers): 8-step rows a row a thread
+#   (launch._ROW_LANES_TINY): GPU tests of the lanes and tiny tiles, an A/B, the massive grid's
+#   8-step rows;
 #   s39-tdsel, ~4 min: TD(lambda)'s general alpha with and without its select where T is a
 #   constant, at 16384 x 128 and neighbours (session 39's grids: 1.17-1.19x -> 1.25x there);
 #   s38-dr, ~9.5 min (carries _ab/s38/base): session 37's change to discounted returns' bootstrap
@@ -621,6 +624,18 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late
       variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
+    s40-lanes8)
+      # session 40: rows of exactly 8 steps a row a thread (launch._ROW_LANES_TINY): the GPU
+      # tests of the lanes and tiny tiles, an A/B against _ab/s40/base (carried; made by
+      # mkdir -p _ab/s40/base && git archive 7ae25c2 rltriton | tar -x -C _ab/s40/base), then
+      # the massive grid's 8-step rows of every estimator against rl-triton (carry .peers)
+      gpu_tests 240 "lane_tiles or tiny_tiles or desc_tiles or row_div" gpu_s40_lanes8.log
+      timeout 150 python3 benchmarks/ab.py _ab/s40/base . --est gae,td_lambda,discounted_returns,vtrace,retrace \
+        --shapes 32768x8,16384x8,8192x8,4096x8,32768x6,32768x16,16384x32 2>&1 | tee "$OUT/ab_s40_lanes8.txt" \
+        | grep -v "^$" | tail -36
+      timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
+        --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
+        --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
     s39-long)
       # session 39's long rows ended at its time box after GAE, TD(lambda) and discounted
       # returns: the goal rows of the other estimators against rl-triton (carry .peers)

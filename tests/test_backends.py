@@ -1413,6 +1413,35 @@ def test_lane_tiles(name, lanes_last, shapes, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("lanes_last", [False, True], ids=["lanes-first", "lanes-last"])
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+def test_lane_tiles_tiny(name, lanes_last, monkeypatch, poisoned):
+    """launch._ROW_LANES_TINY: rows of exactly 8 steps a row a thread (``GROUP_TILES = 4``
+    with one lane a row, scan.lanes_per_row; the chunk's first step 0 in PHASE 0,
+    scan.segment_setup): 37 rows (a last tile of 5) and 64, every bootstrap form in turn,
+    truncations and terminations, both Retrace kernel forms, against the float64 reference,
+    in both axis orders of the tile (``scan.LANES_LAST``). Every form takes the tiles here
+    (the plans give them to TD(lambda), GAE, V-trace and Retrace only)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    import triton.language as tl
+
+    from rltriton.kernels import scan
+
+    monkeypatch.setattr(scan, "LANES_LAST", tl.constexpr(lanes_last))
+    monkeypatch.setattr(poisoned, "_ROW_LANES", True)
+    monkeypatch.setattr(poisoned, "_ROW_LANES_TINY", True)
+    monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0)
+    monkeypatch.setattr(poisoned, "_ROW_LANES_MAX_T", dict.fromkeys(poisoned._FORMS, 64))
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_n, pl.block_t, pl.num_warps))
+    poisoned.clear_caches()
+    try:
+        check_short_row_forms(name, ((37, 8), (64, 8)), monkeypatch, poisoned, rotate=True)
+        assert set(seen) == {(4, 32, 8, 1)}, seen
+    finally:
+        poisoned.clear_caches()
+
+
 def _padded(x, pad: int):
     """``x`` ([*B, T], or [*B, T, *F]) as a view of a wider buffer whose rows are ``pad``
     elements longer along the time axis: the same values, a row stride ``pad`` larger."""
@@ -1682,9 +1711,11 @@ def test_tm_lanes_tiles_reach(monkeypatch):
 
 def test_lane_tiles_reach(monkeypatch):
     """The lanes tiles (launch._row_lanes_plan) take batch-major rows of _ROW_LANES_MIN_T to
-    the form's _ROW_LANES_MAX_T steps with an SM's worth of programs or more: not 8-step
-    rows, not rows too few, not a form without a bound, not float64 arithmetic (run_backward
-    passes no form then), not with ``_ROW_LANES`` off; time-major rows keep their own tiles."""
+    the form's _ROW_LANES_MAX_T steps with an SM's worth of programs or more, and rows of
+    exactly 8 steps a row a thread (``_ROW_LANES_TINY``: 32 rows on one warp; not rows of 5-7
+    steps, which allow no 16-byte access): not rows too few, not a form without a bound,
+    not float64 arithmetic (run_backward passes no form then), not with ``_ROW_LANES`` off;
+    time-major rows keep their own tiles."""
     import torch
 
     from rltriton.kernels import launch
@@ -1701,13 +1732,21 @@ def test_lane_tiles_reach(monkeypatch):
     assert pl.lanes and pl.block_t == 64 and pl.block_n * lanes_per_row(64) == 32 * pl.num_warps, pl
     assert plan_for(32768, 20, cpu, form="gae").lanes  # 32-step tiles, padded
     assert not plan_for(32768, 64, cpu, form="gae").lanes  # beyond GAE's bound
-    assert not plan_for(32768, 8, cpu, form="td_lambda").lanes  # two lanes a row
+    tiny = plan_for(32768, 8, cpu, form="td_lambda")  # a row a thread
+    assert tiny.lanes and (tiny.block_n, tiny.block_t, tiny.num_warps) == (32, 8, 1) and lanes_per_row(8) == 1, tiny
+    assert not plan_for(32768, 6, cpu, form="td_lambda").lanes  # a row stride of 6: no 16-byte access
+    assert not plan_for(32768, 8, cpu, form="vtrace").lanes  # no bound for the form
     assert not plan_for(32768, 32, cpu, form="vtrace").lanes  # no bound for the form
     assert not plan_for(32768, 32, cpu, form=None).lanes  # float64: no form passed
     assert not plan_for(32768, 32, cpu, time_major=True, form="gae").lanes
     sms = launch._DEFAULT_SMS
     rows = 16 * sms  # 16-row tiles of 32 steps on 4 warps: one program an SM
     assert _row_lanes_plan(rows, 32, sms, "gae") is not None and _row_lanes_plan(rows - 16, 32, sms, "gae") is None
+    assert _row_lanes_plan(32 * sms, 8, sms, "gae") is not None  # 32-row tiles: one program an SM
+    assert _row_lanes_plan(32 * sms - 32, 8, sms, "gae") is None
+    monkeypatch.setattr(launch, "_ROW_LANES_TINY", False)
+    assert _row_lanes_plan(32768, 8, sms, "gae") is None
+    monkeypatch.setattr(launch, "_ROW_LANES_TINY", True)
     # a form's own shapes (_ROW_LANES_SHAPES: warps, rows a lane): Retrace's one-warp tiles
     monkeypatch.setattr(launch, "_ROW_LANES_MAX_T", {"gae": 32, "retrace": 64})
     monkeypatch.setattr(launch, "_ROW_LANES_SHAPES", {"retrace": {16: (1, 2), 32: (1, 2), 64: (1, 1)}})

@@ -226,6 +226,25 @@ def test_lane_tiles(shape, name, dtype, shapes, monkeypatch):
     assert used and set(used) == {4}, used
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+@pytest.mark.parametrize("shape", [(32768, 8), (1000, 8), (45, 8)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_lane_tiles_tiny(shape, name, dtype, monkeypatch):
+    """launch._ROW_LANES_TINY forced onto every form, however few the rows: 8-step rows a
+    row a thread (``GROUP_TILES = 4``, one lane a row, its two groups in registers), a last
+    tile of fewer rows, the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so
+    that a replay runs too."""
+    from rltriton.kernels import launch
+
+    settings = {"_ROW_LANES": True, "_ROW_LANES_TINY": True, "_ROW_LANES_MIN_PROGRAMS": 0,
+                "_ROW_LANES_MAX_T": dict.fromkeys(launch._FORMS, 64)}
+    k = [(32768, 8), (1000, 8), (45, 8)].index(shape)
+    used = _forced(monkeypatch, settings, name, shape, 14, "tiny lanes",
+                   lambda pl, kw: (kw["GROUP_TILES"], pl.block_n, pl.block_t, pl.num_warps), dtype=dtype,
+                   bootstrap=BOOTSTRAP_FORMS[(k + ("retrace" in name)) % 4])
+    assert used and set(used) == {(4, 32, 8, 1)}, used
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(32768, 8), (4500, 32), (9000, 63), (1000, 17), (300, 5), (8448, 128)],
                          ids=lambda s: f"{s[0]}x{s[1]}")
@@ -274,9 +293,10 @@ def test_tiny_tiles(shape, name, dtype, monkeypatch):
     8-step tiles (8 for rows of 8 steps, 2 for 6, none for 7 and for the 2- and 4-step tiles
     below ``_ROW_DIV_MIN_T``), row counts not a multiple of the tile (rows of one step have a
     unit row stride, so they take the time-major tiles), the bootstrap forms in turn,
-    float32 and bfloat16 inputs, repeated so that a replay runs too."""
+    float32 and bfloat16 inputs, repeated so that a replay runs too (``_ROW_LANES_TINY`` off:
+    its lanes tiles would take the 8-step rows, see test_lane_tiles_tiny)."""
     k = [(32768, 8), (5001, 6), (20001, 4), (3000, 2), (777, 7)].index(shape)
-    used = _forced(monkeypatch, {}, name, shape, 15, "tiny tiles",
+    used = _forced(monkeypatch, {"_ROW_LANES_TINY": False}, name, shape, 15, "tiny tiles",
                    lambda pl, kw: (pl.block_n * pl.block_t // (32 * pl.num_warps), kw.get("ROW_DIV")), dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])
     per_thread = 1 if name == "retrace_av" else 2
@@ -291,11 +311,13 @@ def test_desc_tiles(shape, name, dtype, monkeypatch):
     time (``GROUP_TILES = 6``, scanned forward) for GAE, TD(lambda), discounted returns,
     V-trace and Retrace, and 8-step rows for TD(lambda)'s kernel only (the others keep time
     order), float32 and float64 arithmetic, the bootstrap forms in turn, repeated so that a
-    replay runs too (Triton >= 3.7 keeps its group form)."""
+    replay runs too (Triton >= 3.7 keeps its group form; ``_ROW_LANES_TINY`` off: its lanes
+    tiles would take the 8-step rows)."""
     from rltriton.kernels import launch
 
     k = [(3000, 6), (777, 7), (20001, 4), (5000, 8)].index(shape)
-    used = _forced(monkeypatch, {}, name, shape, 17, "desc tiles", lambda pl, kw: kw["GROUP_TILES"], dtype=dtype,
+    used = _forced(monkeypatch, {"_ROW_LANES_TINY": False}, name, shape, 17, "desc tiles",
+                   lambda pl, kw: kw["GROUP_TILES"], dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])
     desc = shape[1] % 8 != 0 or name in ("td_lambda", "discounted_returns")
     want = True if launch._GROUP_TILES else (6 if desc else False)

@@ -740,6 +740,21 @@ _ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
 # 5.4 -> 4.7 ([8, 32], two rows a lane; 5.1 on 2 warps), 16384 x 32 3.9 -> 3.3.
 _ROW_LANES_SHAPES: dict[str, dict[int, tuple[int, int]]] = {"retrace": {16: (1, 2), 32: (1, 2), 64: (1, 1)}}
 _ROW_LANES_MIN_PROGRAMS = 1.0
+# Rows of exactly _ROW_LANES_TINY_T (8) steps take lanes tiles of one lane a row (a row a
+# thread, scan.lanes_per_row): each thread reads its row's two groups as two 16-byte accesses
+# and scans them in registers, and a warp's lanes read 32 rows side by side, where the tiny
+# tiles (_TINY_WARP_ELEMS) spread a row over 4 lanes and Triton 3.6 flips and shuffles them
+# (discounted returns: 176 SASS a thread for 2 steps, 136 here for 8). [32, 8] on
+# _ROW_LANES_TINY_WARPS (1) warp, on _ROW_LANES_MIN_PROGRAMS programs an SM or more. H200,
+# Triton 3.6 (benchmarks/ab.py, 2026-12-04-h200-s40-ab-lanes8.txt), us, tiny tiles -> these:
+# GAE 32768 x 8 2.7 -> 1.9, 16384 x 8 2.1 -> 1.7, 8192 x 8 1.8 -> 1.5; TD(lambda) 2.6 -> 1.9,
+# 2.0 -> 1.6, 1.7 -> 1.4; discounted returns 2.3 -> 1.9, 1.9 -> 1.6, 1.7 -> 1.4; V-trace
+# 3.4 -> 2.4, 2.4 -> 1.9, 2.1 -> 1.7; Retrace 3.1 -> 2.5, 2.3 -> 2.2, 2.0 -> 1.7 ([128, 8] on 4
+# warps: discounted returns 32768 x 8 1.7, the rest equal or slower). Rows of 5-7 steps lost
+# (32768 x 6: GAE 2.4 -> 3.0, V-trace 2.9 -> 3.8): a row stride of 6 allows no 16-byte access.
+_ROW_LANES_TINY = True
+_ROW_LANES_TINY_T = 8
+_ROW_LANES_TINY_WARPS = 1
 # TD(lambda)'s kernel's lanes tiles of 128 steps (session 29): [8, 128] on 2 warps, for calls
 # that _td_wide_lanes admits. Session 18 timed them slower (TD(lambda) 16384 x 128 6.7 -> 7.8,
 # above); since session 28 a row of exactly 128 steps takes T as a constant (_EXACT_T), and
@@ -765,7 +780,8 @@ _TD_WIDE_LANES_MAX_BYTES = 40_000_000  # bytes of per-step data a call reads and
 
 def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: bool = False) -> Plan | None:
     """The lanes plan (``_ROW_LANES``) for R batch-major rows of T steps of the kernel form
-    ``form`` (None: never), or None where it does not apply. ``wide_lanes``: the call takes
+    ``form`` (None: never), or None where it does not apply; rows of exactly
+    ``_ROW_LANES_TINY_T`` steps a row a thread (``_ROW_LANES_TINY``). ``wide_lanes``: the call takes
     TD(lambda)'s kernel's 128-step lanes tiles where its programs are enough
     (:func:`_td_wide_lanes` said so: rows of exactly ``_TD_WIDE_LANES_T`` steps)."""
     if not _ROW_LANES or form is None or form not in _ROW_LANES_MAX_T:
@@ -773,6 +789,8 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: bool
     p2 = _next_pow2(max(T, 1))
     if wide_lanes:
         warps, per_lane, min_programs = _TD_WIDE_LANES_WARPS, 1, _TD_WIDE_LANES_MIN_PROGRAMS
+    elif _ROW_LANES_TINY and T == _ROW_LANES_TINY_T:
+        warps, per_lane, min_programs = _ROW_LANES_TINY_WARPS, 1, _ROW_LANES_MIN_PROGRAMS
     elif max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
         warps, per_lane = _ROW_LANES_SHAPES.get(form, {}).get(p2, (_ROW_LANES_WARPS.get(p2, 4), 1))
         min_programs = _ROW_LANES_MIN_PROGRAMS

@@ -485,8 +485,10 @@ def tm_lanes_map(alpha, beta, W: tl.constexpr, CUT: tl.constexpr = False):
 @triton.constexpr_function
 def lanes_per_row(BLOCK_T):
     """The lanes a row of ``BLOCK_T`` steps spans in a ``GROUP_TILES = 4`` tile: 8 (one
-    128-byte line of float32 a load), fewer for rows of fewer than 32 steps."""
-    return max(1, min(8, BLOCK_T // 4))
+    128-byte line of float32 a load), fewer for rows of fewer than 32 steps, and one for rows
+    of at most 8: a row a thread, its two groups in one thread's registers (the lanes of a
+    warp then read 32 rows' 32 bytes side by side)."""
+    return 1 if BLOCK_T <= 8 else min(8, BLOCK_T // 4)
 
 
 @triton.jit
@@ -1151,6 +1153,14 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
     FLAT: tl.constexpr = GROUP_TILES == 3
     rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT,
                                                SEG_FLIP, GROUP_TILES == 5)
+    if PHASE == 0 and GROUP_TILES == 4 and BLOCK_T <= 8:
+        # one segment (PHASE 0's grid axis 1 is one wide), said so: the chunk's first step is
+        # then 0, not seg * SEG, so the lanes tiles of 8-step rows, whose SEG (8) Triton does
+        # not see divisible by 16, keep their 16-byte accesses (GAE [128, 8] on 4 warps,
+        # Triton 3.6: scalar loads and 11 layout conversions, 1080 SASS a thread, without it;
+        # 248 with it). Longer lanes tiles keep seg: their SEG is a multiple of 16, and with
+        # seg = 0 Retrace's read 0.2 us slower at 32768 x 16 and 16384 x 32 (same A/B)
+        seg = 0
     row_mask = rows < R
     # (time-major lanes tiles: their summaries segment-major too, read along the rows)
     s_sr, s_ss = summary_strides(R, n_segs, TIME_MAJOR or GROUP_TILES == 5)
