@@ -700,7 +700,8 @@ _FLAT_SEGMENTED = True
 
 # Short rows on batch-major storage, many of them, take tiles whose rows each span a few
 # lanes (Plan.lanes, GROUP_TILES = 4, scan.lane_scan): [L, BN, NC, 4] with row n's group
-# L c + l at [l, n, c], L = 8 lanes a row (scan.lanes_per_row; 4 for 16-step rows). Triton
+# L c + l at [l, n, c], L = 8 lanes a row (scan.lanes_per_row; 4 for 16-step rows; 1 for
+# 8-step rows, _ROW_LANES_TINY below). Triton
 # lays the accesses out with the lanes along l, then along the rows, so each load of a warp
 # reads whole 128-byte lines, and each thread holds NC groups L apart; the scan is log2(L)
 # shuffle rounds across a row's lanes and the columns in registers, with no barrier or
