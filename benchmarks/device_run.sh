@@ -61,6 +61,8 @@
 #   s35-pdl, ~7 min: launch._PDL's GPU tests, a mutant of them and an A/B;
 #   s39-long, ~4 min (carry .peers): the long goal rows of V-trace, Retrace, the action form,
 #   traces and prefix sums, which session 39's long run did not reach;
+#   s40-seg0, ~6 min (carries _ab/s40c/base): 8-step tiles with segment 0 in PHASE 0: GPU
+#   tests of the short tiles and the forward kernel, an A/B;
 #   s40-lanes8, ~9 min (carries _ab/s40/base and .peers): 8-step rows a row a thread
 #   (launch._ROW_LANES_TINY): GPU tests of the lanes and tiny tiles, an A/B, the massive grid's
 #   8-step rows;
@@ -624,6 +626,14 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late
       variants_ab s36lf 100 gae,vtrace,retrace_av,gae_tm 1x131072,8x16384,32x8192,128x8192 \
         plain='s/^_PDL = True/_PDL = False/' pdl='s/^_PDL_LATE = True/_PDL_LATE = False/' late ;;
+    s40-seg0)
+      # session 40: PHASE 0's 8-step batch-major tiles (and the forward kernel's of at most 8)
+      # with segment 0 (scan.segment_setup): their GPU tests, then an A/B against _ab/s40c/base
+      # (carried; made by mkdir -p _ab/s40c/base && git archive 8ac35d3 rltriton | tar -x -C
+      # _ab/s40c/base), two columns of each in turn
+      gpu_tests 240 "tiny or desc_tiles or lane_tiles or row_div or traces or prefix" gpu_s40_seg0.log
+      timeout 200 python3 benchmarks/ab.py _ab/s40c/base . --est gae,vtrace,retrace,retrace_av,traces,prefix_sum,gae_tm \
+        --shapes 32768x8,16384x8,4096x8,32768x6,32768x4 2>&1 | tee "$OUT/ab_s40_seg0.txt" | grep -v "^$" | tail -36 ;;
     s40-lanes8)
       # session 40: rows of exactly 8 steps a row a thread (launch._ROW_LANES_TINY): the GPU
       # tests of the lanes and tiny tiles, an A/B against _ab/s40/base (carried; made by

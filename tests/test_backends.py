@@ -804,6 +804,27 @@ def test_desc_tiles(name, split, monkeypatch, poisoned):
     assert set(seen) == {(6, 8, split), (6, 4, False)}, seen
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+def test_tiny_tiles_time_order(name, monkeypatch, poisoned):
+    """Rows of 7 and 8 steps on the tiny tiles in time order (Triton < 3.7's form: 2 steps a
+    thread, ``GROUP_TILES`` 0, no lanes or descending tiles), whose PHASE 0 takes segment 0
+    (scan.segment_setup) for its vector accesses: every kernel form, the bootstrap forms in
+    turn, Retrace in both algebras, a last tile of fewer rows, NaN-poisoned outputs against
+    the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
+    monkeypatch.setattr(poisoned, "_ROW_LANES", False)
+    monkeypatch.setattr(poisoned, "_DESC_MAX_T", 0)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.block_t, pl.segments))
+    poisoned.clear_caches()
+    try:
+        check_short_row_forms(name, [(37, 8), (21, 7)], monkeypatch, poisoned, rotate=True)
+    finally:
+        poisoned.clear_caches()
+    assert set(seen) == {(False, 8, 1)}, seen
+
+
 def test_forward_tiles_plan():
     """The forward kernel's batch-major plans (launch._FWD_TILES): short rows of 16 to 128
     steps in tiles of up to _FWD_SHORT_TILE elements, 8 a thread, halved while the call

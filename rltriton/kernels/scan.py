@@ -1153,13 +1153,20 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
     FLAT: tl.constexpr = GROUP_TILES == 3
     rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT,
                                                SEG_FLIP, GROUP_TILES == 5)
-    if PHASE == 0 and GROUP_TILES == 4 and BLOCK_T <= 8:
+    if PHASE == 0 and BLOCK_T == 8 and not TIME_MAJOR and (GROUP_TILES == 4 or not GROUP_TILES):
         # one segment (PHASE 0's grid axis 1 is one wide), said so: the chunk's first step is
-        # then 0, not seg * SEG, so the lanes tiles of 8-step rows, whose SEG (8) Triton does
-        # not see divisible by 16, keep their 16-byte accesses (GAE [128, 8] on 4 warps,
-        # Triton 3.6: scalar loads and 11 layout conversions, 1080 SASS a thread, without it;
-        # 248 with it). Longer lanes tiles keep seg: their SEG is a multiple of 16, and with
-        # seg = 0 Retrace's read 0.2 us slower at 32768 x 16 and 16384 x 32 (same A/B)
+        # then 0, not seg * SEG, so 8-step tiles, whose SEG (8) Triton does not see divisible
+        # by 16, keep their vector accesses. The lanes tiles of 8-step rows (GAE [32, 8] on one
+        # warp, Triton 3.6) took scalar loads and 11 layout conversions without it, the tiny
+        # tiles 2 elements a thread in scalar loads (SASS a thread, GAE [32, 8] on 4 warps
+        # 264 -> 208, V-trace 376 -> 304, Retrace 336 -> 264). H200 (benchmarks/ab.py,
+        # 2026-12-04-h200-s40-ab-seg0-ungated.txt, every tile of at most 8 steps; -ab-seg0.txt,
+        # as here), us: V-trace 4096 x 8 2.0 -> 1.8 in both, Retrace 1.9 -> 1.7 and 1.8 -> 1.8.
+        # Not on longer tiles (their SEG is a multiple of 16; Retrace's lanes tiles read 0.2
+        # slower at 32768 x 16 and 16384 x 32 with it), nor on 4-step tiles, the descending
+        # tiles of rows of 5-7 steps or time-major tiles, which read 0.1-0.2 slower with it
+        # (Retrace 32768 x 4 2.1 -> 2.3, GAE 32768 x 6 2.4 -> 2.5, time-major GAE 32768 x 8
+        # 2.4 -> 2.5)
         seg = 0
     row_mask = rows < R
     # (time-major lanes tiles: their summaries segment-major too, read along the rows)
