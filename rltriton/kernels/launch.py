@@ -747,7 +747,7 @@ _ROW_LANES_MIN_PROGRAMS = 1.0
 # tiles (_TINY_WARP_ELEMS) spread a row over 4 lanes and Triton 3.6 flips and shuffles them
 # (discounted returns: 176 SASS a thread for 2 steps, 136 here for 8). [32, 8] on
 # _ROW_LANES_TINY_WARPS (1) warp, on _ROW_LANES_MIN_PROGRAMS programs an SM or more. H200,
-# Triton 3.6 (benchmarks/ab.py, 2026-12-04-h200-s40-ab-lanes8.txt), us, tiny tiles -> these:
+# Triton 3.6 (benchmarks/ab.py, 2026-12-04-h200-s40-ab-lanes8-warps.txt), us, tiny tiles -> these:
 # GAE 32768 x 8 2.7 -> 1.9, 16384 x 8 2.1 -> 1.7, 8192 x 8 1.8 -> 1.5; TD(lambda) 2.6 -> 1.9,
 # 2.0 -> 1.6, 1.7 -> 1.4; discounted returns 2.3 -> 1.9, 1.9 -> 1.6, 1.7 -> 1.4; V-trace
 # 3.4 -> 2.4, 2.4 -> 1.9, 2.1 -> 1.7; Retrace 3.1 -> 2.5, 2.3 -> 2.2, 2.0 -> 1.7 ([128, 8] on 4
