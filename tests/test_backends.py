@@ -1765,9 +1765,6 @@ def test_lane_tiles_reach(monkeypatch):
     assert _row_lanes_plan(rows, 32, sms, "gae") is not None and _row_lanes_plan(rows - 16, 32, sms, "gae") is None
     assert _row_lanes_plan(32 * sms, 8, sms, "gae") is not None  # 32-row tiles: one program an SM
     assert _row_lanes_plan(32 * sms - 32, 8, sms, "gae") is None
-    monkeypatch.setattr(launch, "_ROW_LANES_TINY", False)
-    assert _row_lanes_plan(32768, 8, sms, "gae") is None
-    monkeypatch.setattr(launch, "_ROW_LANES_TINY", True)
     # a form's own shapes (_ROW_LANES_SHAPES: warps, rows a lane): Retrace's one-warp tiles
     monkeypatch.setattr(launch, "_ROW_LANES_MAX_T", {"gae": 32, "retrace": 64})
     monkeypatch.setattr(launch, "_ROW_LANES_SHAPES", {"retrace": {16: (1, 2), 32: (1, 2), 64: (1, 1)}})
@@ -1778,6 +1775,8 @@ def test_lane_tiles_reach(monkeypatch):
     assert tuple(plan_for(32768, 32, cpu, form="gae"))[:3] == (16, 32, 4)  # the others keep _ROW_LANES_WARPS
     assert _row_lanes_plan(8 * sms, 32, sms, "retrace") is not None
     assert _row_lanes_plan(8 * sms - 8, 32, sms, "retrace") is None  # fewer programs than SMs
+    monkeypatch.setattr(launch, "_ROW_LANES_TINY", False)
+    assert _row_lanes_plan(32768, 8, sms, "gae") is None
     monkeypatch.setattr(launch, "_ROW_LANES", False)
     assert _row_lanes_plan(32768, 32, sms, "gae") is None
     launch.clear_caches()
