@@ -1817,7 +1817,8 @@ def test_dr_short_tiles(monkeypatch, poisoned):
 def test_td_wide_lanes(monkeypatch, poisoned):
     """TD(lambda) and discounted returns on rows of exactly 128 steps, float32, a last_value or
     none, no truncations, scalar gamma and lam take the lanes tiles [8, 128] on 2 warps
-    (launch._TD_WIDE_LANES; here on any number of programs, as Triton 3.6 gets them): against
+    (launch._TD_WIDE_LANES; here on any number of programs, as Triton 3.6 gets them), discounted
+    returns without the cut (launch._TD_LAZY_CUT_WIDE: LAZY_CUT), TD(lambda) with it: against
     the float64 reference with outputs poisoned, on row counts that leave the last tile part
     empty. Rows of 100 steps, truncations, per-step bootstrap values, per-step gamma, float64,
     time-major storage and calls of more bytes than _TD_WIDE_LANES_MAX_BYTES keep their tiles,
@@ -1826,8 +1827,9 @@ def test_td_wide_lanes(monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_ROW_LANES", True)
     monkeypatch.setattr(poisoned, "_TD_WIDE_LANES_MIN_PROGRAMS", 0.0)
+    monkeypatch.setattr(poisoned, "_DR_WIDE_LANES_MIN_PROGRAMS", 0.0)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.lanes,
-                                                             kw.get("EXACT_T")))
+                                                             kw.get("EXACT_T"), kw.get("LAZY_CUT")))
     wide = (8, 128, 2, True, True)
     try:
         poisoned.clear_caches()
@@ -1835,9 +1837,9 @@ def test_td_wide_lanes(monkeypatch, poisoned):
                                        ("discounted_returns", (11, 128), "last_value"),
                                        ("discounted_returns", (17, 128), "none")):
             check(make_case(name, shape, bootstrap=bootstrap, flags="terminated", seed=shape[0]), "triton")
-            assert seen[-1] == wide, (name, shape, seen)
+            assert seen[-1] == (*wide, name == "discounted_returns"), (name, shape, seen)
         check(make_case("td_lambda", (9, 128), bootstrap="last_value", flags="none", seed=2), "triton")
-        assert seen[-1] == wide, seen
+        assert seen[-1] == (*wide, False), seen
         others = [make_case("td_lambda", (9, 100), flags="terminated", seed=1),
                   make_case("td_lambda", (9, 128), flags="both", seed=3),
                   make_case("discounted_returns", (9, 128), flags="truncated", seed=4),
@@ -1847,16 +1849,16 @@ def test_td_wide_lanes(monkeypatch, poisoned):
                   make_case("gae", (9, 128), flags="terminated", seed=8)]
         for case in others:
             check(case, "triton")
-            assert seen[-1][1:4] != wide[1:4], (case.name, seen)
+            assert seen[-1][1:4] != wide[1:4] and not seen[-1][5], (case.name, seen)
         check(make_case("td_lambda", (9, 128), flags="terminated", seed=9, time_major=True), "triton")
         assert seen[-1][:4] != wide[:4], seen
         # 9 rows x 128 steps x 13 bytes (rewards, values, returns, bool terminations): 14976
         monkeypatch.setattr(poisoned, "_TD_WIDE_LANES_MAX_BYTES", 9 * 128 * 13 - 1)
         poisoned.clear_caches()
         check(make_case("td_lambda", (9, 128), flags="terminated", seed=10), "triton")
-        assert seen[-1] != wide, seen
+        assert seen[-1][:5] != wide and not seen[-1][5], seen
         check(make_case("discounted_returns", (9, 128), flags="terminated", seed=11), "triton")  # 9 bytes a step
-        assert seen[-1] == wide, seen
+        assert seen[-1] == (*wide, True), seen
     finally:
         poisoned.clear_caches()
 

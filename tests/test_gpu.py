@@ -526,23 +526,27 @@ def test_dr_short_tiles(shape, bootstrap, monkeypatch, poisoned):
 
 
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
-@pytest.mark.parametrize("shape", [(12288, 128), (16384, 128), (24001, 128), (32768, 128)],
-                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("shape", [(4096, 128), (8192, 128), (12288, 128), (16384, 128), (24001, 128),
+                                   (32768, 128)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_td_wide_lanes(name, shape, monkeypatch, poisoned):
     """TD(lambda) and discounted returns on rows of 128 steps with a last_value and
     terminations take the lanes tiles [8, 128] on 2 warps with T a constant
-    (launch._TD_WIDE_LANES) from 10 programs an SM up to 40 MB a call: against the float64
-    reference, on a row count that is no multiple of the tile (24001); TD(lambda) of 32768
-    rows (54 MB) keeps its tiles, discounted returns (38 MB) take them; with truncations
-    neither does."""
+    (launch._TD_WIDE_LANES) up to 40 MB a call, TD(lambda) from 10 programs an SM, discounted
+    returns from 3 (launch._DR_WIDE_LANES_MIN_PROGRAMS) and without the cut
+    (launch._TD_LAZY_CUT_WIDE): against the float64 reference, on a row count that is no
+    multiple of the tile (24001); TD(lambda) of 4096 and 8192 rows (below 10 programs an SM)
+    and of 32768 rows (54 MB) keeps its tiles, discounted returns (38 MB at 32768) take them;
+    with truncations neither does."""
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.lanes,
-                                                             kw.get("EXACT_T")))
+                                                             kw.get("EXACT_T"), kw.get("LAZY_CUT")))
     poisoned.clear_caches()
     try:
         case = on_gpu(make_case(name, shape, seed=shape[0] + 5, flags="terminated"))
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} 128-step lanes tiles")
-        wide = name == "discounted_returns" or shape[0] < 32768
-        assert (seen[-1] == (8, 128, 2, True, True)) is wide, seen
+        dr = name == "discounted_returns"
+        wide = dr or 12288 <= shape[0] < 32768
+        assert (seen[-1][:5] == (8, 128, 2, True, True)) is wide, seen
+        assert seen[-1][5] is (wide and dr), seen
         both = on_gpu(make_case(name, shape, seed=shape[0] + 6, flags="both"))
         _compare(both, as_f64(both)(backend="torch"), f"{name} {shape} truncations")
         assert not seen[-1][3], seen

@@ -212,6 +212,49 @@ def test_lazy_cut_batch_major_single_pass(name, tiles, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("lv", ["finite", "nan", "+inf", "-inf"])
+def test_lazy_cut_wide_lanes(lv, monkeypatch, poisoned):
+    """Discounted returns on the 128-step lanes tiles (launch._TD_WIDE_LANES, here on any
+    number of programs) scan without the cut from the edge carry (launch._TD_LAZY_CUT_WIDE:
+    LAZY_CUT) and run again with it where something came out non-finite; TD(lambda) keeps the
+    cut there. A NaN and an inf reward inside rows, a NaN at a row's last step, and a last_value
+    finite or not on every other row, with that row's last step terminated or not: the NaN and
+    inf positions are the reference's and the rest within rounding, for both estimators."""
+    if not INTERPRET:
+        pytest.skip("Triton on CPU tensors needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_ROW_LANES", True)
+    monkeypatch.setattr(poisoned, "_TD_WIDE_LANES_MIN_PROGRAMS", 0.0)
+    monkeypatch.setattr(poisoned, "_DR_WIDE_LANES_MIN_PROGRAMS", 0.0)
+    poisoned.clear_caches()
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.lanes, pl.block_t, kw.get("LAZY_CUT")))
+    value = {"finite": 0.7, "nan": float("nan"), "+inf": float("inf"), "-inf": float("-inf")}[lv]
+    try:
+        for name in ("discounted_returns", "td_lambda"):
+            base = make_case(name, (11, 128), flags="terminated", seed=7)
+            args = [a.clone() if isinstance(a, torch.Tensor) else a for a in base.args]
+            r = args[0]
+            r[0, 7] = float("nan")
+            r[1, 100] = float("inf")
+            r[3, 127] = float("nan")
+            kw = dict(base.kwargs)
+            term = kw["terminated"].clone()
+            term[0::4, -1] = True  # rows 0, 4, 8: a non-finite last_value stops at the termination
+            term[2::4, -1] = False
+            last = kw["last_value"].clone()
+            last[::2] = value
+            case = Case(base.name, tuple(args), {**kw, "terminated": term, "last_value": last}, base.T)
+            ref = case(backend="reference")
+            if lv != "finite":
+                assert not torch.isfinite(ref[0][2]).all(), "a non-finite last_value must reach the outputs"
+            seen.clear()
+            out = case(backend="triton")
+            assert seen == [(True, 128, name == "discounted_returns")], (name, seen)
+            for i, (o, want) in enumerate(zip(out, ref)):
+                _same_nonfinite(o, want, case, f"{name}[{i}] last_value {lv}")
+    finally:
+        poisoned.clear_caches()
+
+
 # launch._EDGE_CARRY: discounted returns with a last_value (or none) and no truncations
 # start their scan from a carry holding the window-edge value. The modes where it applies:
 # one pass of default tiles, a chunk loop of small tiles, rows across lanes, and time-major

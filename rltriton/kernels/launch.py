@@ -777,19 +777,33 @@ _TD_WIDE_LANES_T = 128
 _TD_WIDE_LANES_WARPS = 2
 _TD_WIDE_LANES_MIN_PROGRAMS = 10.0  # programs an SM ([8, 128] tiles: 10560 rows on 132 SMs)
 _TD_WIDE_LANES_MAX_BYTES = 40_000_000  # bytes of per-step data a call reads and writes
+# Discounted returns take the same tiles from _DR_WIDE_LANES_MIN_PROGRAMS programs an SM, and
+# scan them without the cut (the forms of _TD_LAZY_CUT_WIDE: LAZY_CUT, a second pass with the
+# cut only for a program whose output came out non-finite). The cut is a compare and a select
+# after each FMA of the scan: [8, 128] on 2 warps takes 432 SASS instructions a thread with it,
+# about 30% of them the cut's (scan.madd; Triton 3.6, benchmarks/sass_counts.py). H200, Triton
+# 3.6 (benchmarks/ab.py, 2026-12-04-h200-s41-ab-lazy-lanes.txt), device us, before -> lazy ->
+# lazy from 3 programs an SM: discounted returns 4096 x 128 2.6 -> 2.7 -> 2.5, 8192 x 128 3.6
+# -> 3.6 -> 3.0, 16384 x 128 5.0 -> 4.5 -> 4.4, 32768 x 128 8.5 -> 7.6 -> 7.6. TD(lambda) lost
+# with it (16384 x 128 5.7 -> 6.8; its values make the uncut pass longer) and so did the
+# shorter lanes tiles of both (16-64 steps: discounted returns 32768 x 64 4.3 -> 4.6, 32768 x
+# 16 2.2 -> 2.4), which keep the cut; TD(lambda) from 3 programs an SM lost at 4096 x 128
+# (2.7 -> 3.1).
+_DR_WIDE_LANES_MIN_PROGRAMS = 3.0
+_TD_LAZY_CUT_WIDE: frozenset[str] = frozenset({"discounted_returns"})
 
 
-def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: bool = False) -> Plan | None:
+def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: float | None = None) -> Plan | None:
     """The lanes plan (``_ROW_LANES``) for R batch-major rows of T steps of the kernel form
     ``form`` (None: never), or None where it does not apply; rows of exactly
-    ``_ROW_LANES_TINY_T`` steps a row a thread (``_ROW_LANES_TINY``). ``wide_lanes``: the call takes
-    TD(lambda)'s kernel's 128-step lanes tiles where its programs are enough
-    (:func:`_td_wide_lanes` said so: rows of exactly ``_TD_WIDE_LANES_T`` steps)."""
+    ``_ROW_LANES_TINY_T`` steps a row a thread (``_ROW_LANES_TINY``). ``wide_lanes``: the fewest
+    programs an SM from which the call takes TD(lambda)'s kernel's 128-step lanes tiles
+    (:func:`_td_wide_lanes`: rows of exactly ``_TD_WIDE_LANES_T`` steps; None: it does not)."""
     if not _ROW_LANES or form is None or form not in _ROW_LANES_MAX_T:
         return None
     p2 = _next_pow2(max(T, 1))
-    if wide_lanes:
-        warps, per_lane, min_programs = _TD_WIDE_LANES_WARPS, 1, _TD_WIDE_LANES_MIN_PROGRAMS
+    if wide_lanes is not None:
+        warps, per_lane, min_programs = _TD_WIDE_LANES_WARPS, 1, wide_lanes
     elif _ROW_LANES_TINY and T == _ROW_LANES_TINY_T:
         warps, per_lane, min_programs = _ROW_LANES_TINY_WARPS, 1, _ROW_LANES_MIN_PROGRAMS
     elif max(4, _ROW_LANES_MIN_T) <= p2 <= _ROW_LANES_MAX_T[form]:
@@ -1362,7 +1376,7 @@ def _tm_stages(chunks: int) -> int:
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
              few: FewTiles | None = None, form: str | None = None,
-             short_tile: tuple[int, int] | None = None, wide_lanes: bool = False,
+             short_tile: tuple[int, int] | None = None, wide_lanes: float | None = None,
              tm_lanes_edge: bool = False, long_split: tuple[tuple[int, int], int] | None = None) -> Plan:
     """The plan for ``R`` rows of ``T`` steps on ``device``; ``time_major``: the rows are
     the contiguous axis (unit row stride), which has its own tiles (:func:`plan_time_major`,
@@ -1373,7 +1387,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     decides where a whole row is one chunk on batch-major storage, and whose short rows may
     take the lanes tiles (:func:`_row_lanes_plan`; time-major: :func:`_tm_lanes_plan`) (None:
     neither); ``short_tile``: as in :func:`plan` (batch-major storage only); ``wide_lanes``: the
-    call may take TD(lambda)'s kernel's 128-step lanes tiles (:func:`_td_wide_lanes`);
+    fewest programs an SM from which the call takes TD(lambda)'s kernel's 128-step lanes tiles
+    (:func:`_td_wide_lanes`; None: never);
     ``tm_lanes_edge``: the time-major lanes tiles' bounds for discounted returns to the window
     edge (``_DR_TM_LANES_ANY``); ``long_split``: as in :func:`plan` (batch-major storage only)."""
     sms = _device_sms(device)
@@ -2104,19 +2119,22 @@ def _dr_short_tile(p: Problem, R: int, meta: dict) -> tuple[int, int] | None:
     return tile
 
 
-def _td_wide_lanes(p: Problem, R: int, meta: dict) -> bool:
-    """Whether this ``td_lambda_kernel`` call (``meta``: ``_common``'s) may take the 128-step
-    lanes tiles (``_TD_WIDE_LANES``): TD(lambda) or discounted returns on rows of exactly 128
-    steps, float32, a last_value or none, no truncations, scalar gamma and lam, and at most
-    ``_TD_WIDE_LANES_MAX_BYTES`` read and written (rewards, values, terminations, returns).
-    :func:`_row_lanes_plan` also asks for enough programs."""
+def _td_wide_lanes(p: Problem, R: int, meta: dict) -> float | None:
+    """The fewest programs an SM from which this ``td_lambda_kernel`` call (``meta``:
+    ``_common``'s) takes the 128-step lanes tiles (``_TD_WIDE_LANES``; discounted returns
+    ``_DR_WIDE_LANES_MIN_PROGRAMS``, TD(lambda) ``_TD_WIDE_LANES_MIN_PROGRAMS``), or None where
+    it may not: they are for TD(lambda) or discounted returns on rows of exactly 128 steps,
+    float32, a last_value or none, no truncations, scalar gamma and lam, and at most
+    ``_TD_WIDE_LANES_MAX_BYTES`` read and written (rewards, values, terminations, returns)."""
     if not _TD_WIDE_LANES or p.T != _TD_WIDE_LANES_T or p.dtype != torch.float32 or meta["G_TENSOR"] \
             or not _bootstrapped_at_the_edge(meta):
-        return False
+        return None
     raw = p.raw
     step_bytes = p.dtype.itemsize + sum(raw[k].element_size() for k in ("rewards", "values", "terminated")
                                         if raw.get(k) is not None)
-    return R * p.T * step_bytes <= _TD_WIDE_LANES_MAX_BYTES
+    if R * p.T * step_bytes > _TD_WIDE_LANES_MAX_BYTES:
+        return None
+    return _TD_WIDE_LANES_MIN_PROGRAMS if raw.get("values") is not None else _DR_WIDE_LANES_MIN_PROGRAMS
 
 
 # TD(lambda)'s kernel (TD(lambda), discounted returns) on a single pass of batch-major rows
@@ -2219,7 +2237,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own, no wide ones
     kform = "retrace_actions" if "action_values" in raw else kind
     short_tile = _dr_short_tile(p, R, meta) if kind == "td_lambda" else None
-    wide_lanes = kind == "td_lambda" and _td_wide_lanes(p, R, meta)
+    wide_lanes = _td_wide_lanes(p, R, meta) if kind == "td_lambda" else None
     # (discounted returns to the window edge: _DR_TM_LANES_ANY)
     tm_lanes_edge = _DR_TM_LANES_ANY and kind == "td_lambda" and _scalar_returns_to_the_edge(p, meta)
     split_form = "discounted_returns" if kind == "td_lambda" and raw.get("values") is None else kform
@@ -2243,8 +2261,11 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         v = rows(raw.get("values"))
         out = _output(p, caller, like)
         args = [*r, v[0] if v[0] is not None else dummy, v[1], v[2], *common, *out, R]
+        # (the 128-step lanes tiles: only where _td_wide_lanes admitted the call)
+        wide_tile = pl.lanes and pl.block_t == _TD_WIDE_LANES_T and wide_lanes is not None
         lazy = _TD_LAZY_CUT and (pl.time_major or (split_form in _TD_LAZY_CUT_BATCH and pl.segments == 1
-                                                    and not pl.lanes))
+                                                    and not pl.lanes)
+                                 or (split_form in _TD_LAZY_CUT_WIDE and wide_tile))
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
                 "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major,
                 "INTERIOR": not lazy and _interior(pl, meta)}
