@@ -201,7 +201,7 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
     """The production time-major tiles (32 rows by 16 steps on one warp), on 130 rows (the
     last row program holds 2): one pass over 3 chunks; the two-pass split in 3 segments
     of 5 chunks; a row of 100 steps as one chunk of 16 rows by 128 steps on 8 warps; V-trace's
-    one pass of 64-step tiles on 8 warps where the others split (``_TM_WIDE_KINDS``, 4 chunks:
+    and GAE's one pass of 64-step tiles on 8 warps where the others split (``_TM_WIDE_KINDS``, 4 chunks:
     pipelined); and the 16-row tiles
     (``_TM_NARROW_ROWS``; the last row program holds 2 rows) (the interpreter is slow on
     these tiles: few programs here)."""
@@ -231,7 +231,7 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
         monkeypatch.setattr(poisoned, "_TM_WIDE_MIN_BLOCKS", 1)
         poisoned.clear_caches()
         check(make_case(name, (130, 200), time_major=True, seed=67), "triton")
-        want = (True, 32, 64, 8, 1, 256, 3) if name == "vtrace" else (True, 32, 16, 1, 3, 80, 3)
+        want = (True, 32, 64, 8, 1, 256, 3) if name in ("vtrace", "gae") else (True, 32, 16, 1, 3, 80, 3)
         assert [(pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.seg_len, pl.stages)
                 for pl in used] == [want]
         used.clear()
@@ -280,6 +280,30 @@ def test_time_major_plans():
     assert got(1024, 128) is None  # 2**17 elements: not worth a split
     assert got(63, 4096) is None and got(32768, 8) is None
     assert got(64, 65536) == (32, 16, 1, 64, 1024, 3)  # 2 row blocks, 64 segments
+
+
+def test_time_major_deep_stages():
+    """launch._tm_deep: TD(lambda)'s kernel (discounted returns too) and the forward kernel
+    pipeline the chunk loop of a whole time-major row 4 deep (``_TM_DEEP_STAGES``) on 16-row
+    programs of at least 32 chunks; GAE and V-trace, 32-row programs, rows of 16 chunks,
+    split rows, time-major lanes tiles and float64 (no kernel form) keep 3 stages or none."""
+    from rltriton.kernels import launch
+
+    def stages(R, T, form):
+        pl = launch.plan_for(R, T, torch.device("cpu"), time_major=True, form=form, forward=form == "forward",
+                             wide=form in launch._TM_WIDE_KINDS)
+        return pl.block_n, pl.segments, pl.stages
+
+    for form in ("td_lambda", "forward"):
+        assert stages(16384, 512, form) == (16, 1, 4)
+        assert stages(8192, 1024, form) == (16, 1, 4)
+        assert stages(16384, 500, form) == (16, 1, 4)  # 32 chunks, the last of 4 steps
+        assert stages(8192, 256, form) == (16, 1, 3)  # 16 chunks
+        assert stages(32768, 512, form) == (32, 1, 3)  # 32-row programs
+        assert stages(4096, 2048, form) == (32, 8, 3)  # split
+    for form in ("gae", "vtrace", None):
+        assert stages(16384, 512, form) == (16, 1, 3)
+    assert launch.plan_for(16384, 128, torch.device("cpu"), time_major=True, form="td_lambda").tm_lanes
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["wait-first", "wait-late"])

@@ -106,13 +106,39 @@ def test_time_major_tiles_on_gpu(shape, name):
     32 of 10 chunks), a last chunk of 5 of 16 steps, and a row of 100 steps as one chunk;
     pipelined chunk loops (3 stages) split (130 x 9000: 63 segments of 9 chunks, 2 rows in
     the last row block) and whole (16384 x 500: 16-row tiles, 32 chunks, the last of 4
-    steps; 8200 x 300: 16-row tiles, 8 rows in the last; 4100 x 700: 129 row blocks, split
-    in 8 segments of 6 chunks; 96 x 5000: 3 row blocks, 63 segments of 5 chunks)."""
+    steps, 4 stages for TD(lambda)'s kernel and the forward kernel, launch._tm_deep; 8200 x
+    300: 16-row tiles, 8 rows in the last; 4100 x 700: 129 row blocks, split in 8 segments
+    of 6 chunks, or one pass of 64-step tiles for GAE, V-trace and Retrace; 96 x 5000: 3 row
+    blocks, 63 segments of 5 chunks)."""
     from rltriton.kernels import launch
 
     assert launch.plan_for(shape[0], shape[1], torch.device("cuda"), time_major=True).time_major
     case = make_case(name, shape, seed=shape[1])
     _compare_time_major(case, reference(case), f"{name} {shape}")
+
+
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "traces", "prefix_sum"])
+@pytest.mark.parametrize("shape", [(8192, 512), (16390, 1000), (4100, 2048)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_tm_deep_and_wide(shape, name, monkeypatch, poisoned):
+    """Time-major plans of session 41, against the float64 reference with outputs poisoned:
+    TD(lambda)'s kernel (discounted returns too) and the forward kernel pipeline a whole row
+    of 16-row programs 4 chunks deep (launch._tm_deep: 8192 x 512, 32 chunks; 16390 x 1000,
+    63 chunks, the last of 8 steps, 6 rows in the last program); GAE keeps 3 stages there
+    and at 4100 x 2048 (129 row blocks) takes one pass of 64-step tiles on 8 warps
+    (launch._TM_WIDE_KINDS), where the others split."""
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.segments,
+                                                             pl.stages))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, seed=shape[1] + 7)
+        _compare_time_major(case, as_f64(on_gpu(case))(backend="torch"), f"{name} {shape} time-major")
+        if shape[0] == 4100:
+            want = (32, 64, 8, 1, 3) if name == "gae" else (32, 16, 1, 8, 3)
+        else:
+            want = (16, 16, 1, 1, 3 if name == "gae" else 4)
+        assert seen[-1] == want, seen
+    finally:
+        poisoned.clear_caches()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])

@@ -105,6 +105,7 @@ def _dry(test):
 # (the cooperative split asks the compiled kernel's occupancy; replays, graphs and the
 # vector loads' misaligned replay are GPU-only)
 test_time_major_tiles = _dry(G.test_time_major_tiles_on_gpu)
+test_tm_deep_and_wide = _dry(G.test_tm_deep_and_wide)
 test_segment_map_forward_long_rows = _dry(G.test_segment_map_forward_long_rows)
 test_group_scan = _dry(G.test_group_scan)
 test_group_scan_flat = _dry(G.test_group_scan_flat)

@@ -414,6 +414,21 @@ _TM_ONE_CHUNK_WARP_STEPS = 16
 # slower, so those keep the plain loop.
 _TM_STAGES = 3
 _TM_PIPELINE_CHUNKS = 4
+# ... and _TM_DEEP_STAGES deep for the kernel forms of _TM_DEEP_FORMS where one program of
+# _TM_NARROW_ROWS rows walks a whole row of at least _TM_DEEP_CHUNKS chunks (no split): one
+# warp, 8 elements a chunk a thread, where a fourth chunk in flight keeps more bytes moving.
+# H200, Triton 3.6 (benchmarks/ab.py, 2026-12-04-h200-s41-ab-tm-stages.txt), 3 -> 4 stages,
+# time-major 16384 x 512: TD(lambda) 32.6 -> 31.0 us, discounted returns 27.4 -> 25.2, traces
+# 26.7 -> 23.7; GAE (39.5 -> 44.8) and V-trace (49.5 -> 51.6) lost, as did every form on split
+# rows (4096 x 2048 traces 36.7 -> 38.9, discounted returns 37.9 -> 38.6) and on 16 chunks
+# (8192 x 256 traces 6.9 -> 7.2); 6 stages lost everywhere. Then (-s41-ab-tm-deep.txt),
+# 3 -> 4 stages: 8192 x 512 TD(lambda) 23.4 -> 20.9, discounted returns 12.1 -> 11.9, traces
+# 13.0 -> 12.6; 16384 x 1024 62.1 -> 60.1, 52.1 -> 47.4, 50.4 -> 44.3; 8192 x 1024 44.4 ->
+# 39.2, 39.6 -> 33.7, 37.6 -> 29.6; but 32-row programs lost (32768 x 512: TD(lambda) 56.2 ->
+# 59.5, traces 40.4 -> 44.4), so the 16-row ones only.
+_TM_DEEP_STAGES = 4
+_TM_DEEP_CHUNKS = 32
+_TM_DEEP_FORMS = frozenset({"td_lambda", "forward"})
 # Row blocks fewer than _TM_NARROW_BELOW per SM take tiles of _TM_NARROW_ROWS rows when
 # that makes at least _TM_SPLIT_BELOW row blocks per SM (no split). H200, Triton 3.6
 # (benchmarks/ab.py, 2026-11-30-h200-s6 notes), 32 -> 16 rows: 16384 x 512 GAE 44.2 -> 39.9,
@@ -432,7 +447,12 @@ _TM_NARROW_MIN_T = 256
 # (sampled) 98 -> 74, 4096 x 512 V-trace 24 -> 20; GAE equal (65 -> 64), TD(lambda) 53 -> 62
 # and traces 38 -> 59 slower, so those keep the split. With 4 warps V-trace got slower
 # (88 -> 141). Retrace's action form is untimed with these tiles and keeps the split.
-_TM_WIDE_KINDS = frozenset({"vtrace", "retrace"})
+# GAE takes them since session 41 (benchmarks/ab.py, 2026-12-04-h200-s41-ab-tm-stages.txt and
+# -ab-tm-deep.txt, split -> one pass): 4096 x 2048 71.2 -> 65.0 and 70.3 -> 64.8 us, 4096 x
+# 4096 141.7 -> 126.2, 4096 x 1024 36.5 -> 34.5; 4096 x 512, 512 x 4096 and 2048 x 1024
+# within 0.2. TD(lambda) and traces still lose with them (4096 x 2048 TD(lambda) 55.5 ->
+# 60.8, discounted returns 37.9 -> 56.1).
+_TM_WIDE_KINDS = frozenset({"vtrace", "retrace", "gae"})
 _TM_WIDE_MIN_BLOCKS = 128
 _TM_WIDE_STEPS = 64
 _TM_WIDE_WARPS = 8
@@ -1373,6 +1393,17 @@ def _tm_stages(chunks: int) -> int:
     return _TM_STAGES if chunks >= _TM_PIPELINE_CHUNKS else 1
 
 
+def _tm_deep(pl: Plan, form: str | None) -> Plan:
+    """``pl`` (a time-major plan) with its chunk loop pipelined ``_TM_DEEP_STAGES`` deep where
+    the kernel form ``form`` is one of ``_TM_DEEP_FORMS`` and each program of
+    ``_TM_NARROW_ROWS`` rows walks a whole row of at least ``_TM_DEEP_CHUNKS`` pipelined chunks
+    (no split, not a lanes tile)."""
+    if form in _TM_DEEP_FORMS and not pl.tm_lanes and pl.segments == 1 and pl.stages > 1 \
+            and pl.block_n == _TM_NARROW_ROWS and pl.seg_len // pl.block_t >= _TM_DEEP_CHUNKS:
+        return pl._replace(stages=_TM_DEEP_STAGES)
+    return pl
+
+
 def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wide: bool = False,
              long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT, forward: bool = False,
              few: FewTiles | None = None, form: str | None = None,
@@ -1395,7 +1426,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     if time_major:
         pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(R, T, sms, wide, few)
         if pl is not None:
-            return pl
+            return _tm_deep(pl, form)
         long_rows, forward, form, short_tile, long_split = _LONG_ROWS_DEFAULT, False, None, None, None
     else:
         pl = _row_lanes_plan(R, T, sms, form, wide_lanes)
