@@ -117,15 +117,15 @@ def test_time_major_tiles_on_gpu(shape, name):
     _compare_time_major(case, reference(case), f"{name} {shape}")
 
 
-@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "traces", "prefix_sum"])
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "traces", "prefix_sum", "retrace_av"])
 @pytest.mark.parametrize("shape", [(8192, 512), (16390, 1000), (4100, 2048)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_tm_deep_and_wide(shape, name, monkeypatch, poisoned):
     """Time-major plans of session 41, against the float64 reference with outputs poisoned:
     TD(lambda)'s kernel (discounted returns too) and the forward kernel pipeline a whole row
     of 16-row programs 4 chunks deep (launch._tm_deep: 8192 x 512, 32 chunks; 16390 x 1000,
-    63 chunks, the last of 8 steps, 6 rows in the last program); GAE keeps 3 stages there
-    and at 4100 x 2048 (129 row blocks) takes one pass of 64-step tiles on 8 warps
-    (launch._TM_WIDE_KINDS), where the others split."""
+    63 chunks, the last of 8 steps, 6 rows in the last program); GAE and Retrace's action
+    form keep 3 stages there and at 4100 x 2048 (129 row blocks) take one pass of 64-step
+    tiles on 8 warps (launch._TM_WIDE_KINDS), where the others split."""
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.segments,
                                                              pl.stages))
     poisoned.clear_caches()
@@ -133,9 +133,9 @@ def test_tm_deep_and_wide(shape, name, monkeypatch, poisoned):
         case = make_case(name, shape, seed=shape[1] + 7)
         _compare_time_major(case, as_f64(on_gpu(case))(backend="torch"), f"{name} {shape} time-major")
         if shape[0] == 4100:
-            want = (32, 64, 8, 1, 3) if name == "gae" else (32, 16, 1, 8, 3)
+            want = (32, 64, 8, 1, 3) if name in ("gae", "retrace_av") else (32, 16, 1, 8, 3)
         else:
-            want = (16, 16, 1, 1, 3 if name == "gae" else 4)
+            want = (16, 16, 1, 1, 3 if name in ("gae", "retrace_av") else 4)
         assert seen[-1] == want, seen
     finally:
         poisoned.clear_caches()

@@ -446,13 +446,14 @@ _TM_NARROW_MIN_T = 256
 # notes), split -> (32 rows, 64 steps, 8 warps): 4096 x 2048 V-trace 86 -> 74 us, Retrace
 # (sampled) 98 -> 74, 4096 x 512 V-trace 24 -> 20; GAE equal (65 -> 64), TD(lambda) 53 -> 62
 # and traces 38 -> 59 slower, so those keep the split. With 4 warps V-trace got slower
-# (88 -> 141). Retrace's action form is untimed with these tiles and keeps the split.
-# GAE takes them since session 41 (benchmarks/ab.py, 2026-12-04-h200-s41-ab-tm-stages.txt and
-# -ab-tm-deep.txt, split -> one pass): 4096 x 2048 71.2 -> 65.0 and 70.3 -> 64.8 us, 4096 x
-# 4096 141.7 -> 126.2, 4096 x 1024 36.5 -> 34.5; 4096 x 512, 512 x 4096 and 2048 x 1024
-# within 0.2. TD(lambda) and traces still lose with them (4096 x 2048 TD(lambda) 55.5 ->
-# 60.8, discounted returns 37.9 -> 56.1).
-_TM_WIDE_KINDS = frozenset({"vtrace", "retrace", "gae"})
+# (88 -> 141). GAE and Retrace's action form take them since session 41 (benchmarks/ab.py,
+# 2026-12-04-h200-s41-ab-tm-stages.txt, -ab-tm-deep.txt, -ab-tm-av-wide.txt; split -> one
+# pass, us): GAE 4096 x 2048 71.2 -> 65.0 and 70.3 -> 64.8, 4096 x 4096 141.7 -> 126.2,
+# 4096 x 1024 36.5 -> 34.5 (4096 x 512, 512 x 4096 and 2048 x 1024 within 0.2); the action
+# form 4096 x 2048 238.2 -> 221.1, 4096 x 512 71.1 -> 59.0, 4100 x 700 98.1 -> 84.8, 4096 x
+# 4096 462.9 -> 433.7. TD(lambda)'s kernel still loses with them (4096 x 2048 TD(lambda)
+# 55.5 -> 60.8, discounted returns 37.9 -> 56.1).
+_TM_WIDE_KINDS = frozenset({"vtrace", "retrace", "gae", "retrace_actions"})
 _TM_WIDE_MIN_BLOCKS = 128
 _TM_WIDE_STEPS = 64
 _TM_WIDE_WARPS = 8
