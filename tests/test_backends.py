@@ -1730,8 +1730,9 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert all(_tm_lanes_plan(R, T, sms, f).block_n == 64 for R in (4096, 8192) for T in (64, 128)
                for f in ("gae", "vtrace", "forward") if _tm_lanes_plan(R, T, sms, f))
     # narrow tiles (Triton < 3.7): 32 rows a program where those programs are at most two an SM
-    # at 64 steps (not the forward scans') and one at 128, V-trace's 64-step tiles throughout
-    # their bounds, never the action form's; the bounds above still count 64-row programs
+    # at 64 steps (not the forward scans') and one at 128 (two for TD(lambda)'s kernel),
+    # V-trace's 64-step tiles throughout their bounds, never the action form's; the bounds
+    # above still count 64-row programs
     monkeypatch.setattr(launch, "_TM_LANES_NARROW", True)
     launch.clear_caches()
     narrow = {(f, R, T): _tm_lanes_plan(R, T, sms, f).block_n
@@ -1739,12 +1740,14 @@ def test_tm_lanes_tiles_reach(monkeypatch):
               for R in (4096, 8192, 16384, 32768) for T in (32, 64, 128) if _tm_lanes_plan(R, T, sms, f)}
     assert {k for k, rows in narrow.items() if rows == 32} == {
         ("gae", 4096, 64), ("gae", 8192, 64), ("gae", 4096, 128), ("td_lambda", 4096, 64), ("td_lambda", 8192, 64),
-        ("td_lambda", 4096, 128), ("vtrace", 8192, 64), ("vtrace", 16384, 64), ("retrace", 4096, 64),
-        ("retrace", 8192, 64), ("forward", 4096, 128)}, narrow
+        ("td_lambda", 4096, 128), ("td_lambda", 8192, 128), ("vtrace", 8192, 64), ("vtrace", 16384, 64),
+        ("retrace", 4096, 64), ("retrace", 8192, 64), ("forward", 4096, 128)}, narrow
     assert set(narrow.values()) == {32, 64}
     assert _tm_lanes_plan(32 * 2 * sms, 64, sms, "gae").block_n == 32
     assert _tm_lanes_plan(32 * 2 * sms + 32, 64, sms, "gae").block_n == 64
-    assert _tm_lanes_plan(32 * sms + 32, 128, sms, "td_lambda").block_n == 64
+    assert _tm_lanes_plan(32 * sms + 32, 128, sms, "gae").block_n == 64
+    assert _tm_lanes_plan(32 * 2 * sms, 128, sms, "td_lambda").block_n == 32
+    assert _tm_lanes_plan(32 * 2 * sms + 32, 128, sms, "td_lambda").block_n == 64
     assert _tm_lanes_plan(8192, 64, sms, "gae").num_warps == 16  # (few programs: 4 steps a thread)
     forced = tm_lanes_tiles(launch, (8, 64), narrow=float("inf"))
     monkeypatch.setattr(launch, "_TM_LANES_TILES", forced)

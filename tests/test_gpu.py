@@ -601,6 +601,26 @@ def test_dr_tm_lanes_any(name, shape, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["discounted_returns", "td_lambda"])
+@pytest.mark.parametrize("shape", [(8192, 128), (8449, 128)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_tm_lanes_narrow_128(name, shape, monkeypatch, poisoned):
+    """TD(lambda)'s kernel's 128-step time-major lanes tiles take 32 rows a program up to two
+    such programs an SM (the tile's ``narrow`` bound, session 41; Triton < 3.7): 8192 rows
+    (256 programs on 132 SMs) on 32-row programs, 8449 (265) on 64-row ones, against the
+    float64 reference with outputs poisoned, a last program part empty at 8449."""
+    from rltriton.kernels import launch
+
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, pl.block_t))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, flags="terminated", seed=shape[0] + 9)
+        _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} time-major lanes tiles")
+        rows = 32 if launch._TM_LANES_NARROW and shape[0] <= 8448 else 64
+        assert seen[-1] == (True, rows, 128), seen
+    finally:
+        poisoned.clear_caches()
+
+
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
 # (steps, steps a thread) or None); launch._TM_LONG_TILES' bounds on 132 SMs
 _TM_LONG_GPU = [

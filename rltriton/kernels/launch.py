@@ -927,13 +927,17 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #   128, K = 8, 4096 x 128 8.0 -> 11.2.
 # - ``narrow`` (_TM_LANES_NARROW, above): 64- and 128-step tiles whose 32-row programs are about
 #   a wave (two an SM at 64 steps, one at 128, for 16 warps of 61-96 registers), V-trace's
-#   64-step tiles always (within their bounds); not the action form's (not timed).
+#   64-step tiles always (within their bounds); not the action form's (not timed). TD(lambda)'s
+#   kernel's 128-step tiles up to two an SM since session 41 (benchmarks/ab.py,
+#   2026-12-04-h200-s41-ab-tm-dr128.txt), time-major 8192 x 128, 64 -> 32 rows: discounted
+#   returns 4.1 -> 3.8 us (batch-major 3.1), TD(lambda) 4.6 -> 4.5; 4096 x 128 (32 rows before)
+#   and 16384 x 128 (past the bound) within 0.1. K = 4 there lost (16384 x 128 5.2 -> 7.0).
 _TM_SHORT_K = {8: 4, 16: 4, 32: 4}
 _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
     "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
                                                        128: dict(max_programs=2.0, narrow=1.0)}),
     "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
-                                                             128: dict(max_programs=2.0, narrow=1.0)}),
+                                                             128: dict(max_programs=2.0, narrow=2.0)}),
     "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4}, {64: dict(min_programs=0.75, max_programs=2.0,
                                                                narrow=float("inf"))}),
     "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4}, {64: dict(narrow=2.0)}),
