@@ -102,7 +102,7 @@ def estimator_plan(name: str, shape: tuple[int, int], time_major: bool = False, 
 
     kind = FEW_ROWS_KIND[name]
     return (plan_for or launch.plan_for)(
-        shape[0], shape[1], torch.device("cuda"), time_major=time_major, wide=name in launch._TM_WIDE_KINDS,
+        shape[0], shape[1], torch.device("cuda"), time_major=time_major, wide=kind in launch._TM_WIDE_KINDS,
         long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name, launch._LONG_ROWS_DEFAULT),
         few=launch._TM_FEW_TILES.get(kind), forward=kind == "forward", form=kind)
 

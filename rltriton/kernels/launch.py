@@ -2270,7 +2270,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
     caller = raw["rewards"]
     dummy = r[0]
     common, meta = _common(p, rows, dummy)
-    # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own, no wide ones
+    # the kernel form (_FORMS): Retrace's action form has few-rows tiles of its own
     kform = "retrace_actions" if "action_values" in raw else kind
     short_tile = _dr_short_tile(p, R, meta) if kind == "td_lambda" else None
     wide_lanes = _td_wide_lanes(p, R, meta) if kind == "td_lambda" else None
