@@ -66,6 +66,11 @@
 #   s40-lanes8, ~9 min (carries _ab/s40/base and .peers): 8-step rows a row a thread
 #   (launch._ROW_LANES_TINY): GPU tests of the lanes and tiny tiles, an A/B, the massive grid's
 #   8-step rows;
+#   s42-tm-split, ~6 min, s42-tm-tiles, ~5 min: the time-major tiles' settings (tuned in
+#   session 6) timed again against today's kernels at the classic grid's time-major misses, as
+#   session 41's pipeline depth and wide tiles were: the split's bounds (_TM_SPLIT_BELOW,
+#   _TM_PROGRAMS_PER_SM, _TM_CHUNKS_PER_SEGMENT), then the 16-row and wide tiles' bounds
+#   (_TM_NARROW_BELOW, _TM_WIDE_MIN_BLOCKS);
 #   s39-tdsel, ~4 min: TD(lambda)'s general alpha with and without its select where T is a
 #   constant, at 16384 x 128 and neighbours (session 39's grids: 1.17-1.19x -> 1.25x there);
 #   s38-dr, ~9.5 min (carries _ab/s38/base): session 37's change to discounted returns' bootstrap
@@ -646,6 +651,20 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
         --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
+    s42-tm-split)
+      # session 41's next step: the time-major split's bounds against the defaults, every
+      # estimator's time-major call at the classic grid's time-major misses (columns in order)
+      variants_ab s42_tm_split 340 gae_tm,td_lambda_tm,discounted_returns_tm,traces_tm,vtrace_tm,retrace_av_tm \
+        512x2048,512x4096,4096x512,4096x2048,256x1024,512x512,2048x1024 base \
+        below1='s/^_TM_SPLIT_BELOW = 2/_TM_SPLIT_BELOW = 1/' \
+        per_sm16='s/^_TM_PROGRAMS_PER_SM = 8/_TM_PROGRAMS_PER_SM = 16/' \
+        chunks8='s/^_TM_CHUNKS_PER_SEGMENT = 16/_TM_CHUNKS_PER_SEGMENT = 8/' | grep -v "^$" | tail -44 ;;
+    s42-tm-tiles)
+      # likewise the 16-row tiles' and the wide tiles' bounds
+      variants_ab s42_tm_tiles 280 gae_tm,td_lambda_tm,discounted_returns_tm,traces_tm,vtrace_tm,retrace_av_tm \
+        512x2048,512x4096,4096x512,4096x2048,256x1024,512x512,2048x1024 base \
+        narrow8='s/^_TM_NARROW_BELOW = 4/_TM_NARROW_BELOW = 8/' \
+        wide64='s/^_TM_WIDE_MIN_BLOCKS = 128/_TM_WIDE_MIN_BLOCKS = 64/' | grep -v "^$" | tail -44 ;;
     s39-long)
       # session 39's long rows ended at its time box after GAE, TD(lambda) and discounted
       # returns: the goal rows of the other estimators against rl-triton (carry .peers)
