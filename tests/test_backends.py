@@ -832,7 +832,7 @@ def test_desc_tiles(name, split, monkeypatch, poisoned):
 def test_tiny_tiles_time_order(name, monkeypatch, poisoned):
     """Rows of 7 and 8 steps on the tiny tiles in time order (Triton < 3.7's form: 2 steps a
     thread, ``GROUP_TILES`` 0, no lanes or descending tiles), whose PHASE 0 takes segment 0
-    (scan.segment_setup) for its vector accesses: every kernel form, the bootstrap forms in
+    (scan.segment_zero) for its vector accesses: every kernel form, the bootstrap forms in
     turn, Retrace in both algebras, a last tile of fewer rows, NaN-poisoned outputs against
     the float64 reference."""
     if not INTERPRET:
@@ -847,6 +847,20 @@ def test_tiny_tiles_time_order(name, monkeypatch, poisoned):
     finally:
         poisoned.clear_caches()
     assert set(seen) == {(False, 8, 1)}, seen
+
+
+def test_segment_zero_rule():
+    """scan.segment_zero, the one rule both kernels ask before taking the segment as the
+    constant 0: PHASE 0 only (a split's passes have several segments), batch-major tiles of at
+    most 8 steps, and the kernel's own gate (the backward kernels pass 8-step tiles in time
+    order or as lanes, the forward kernel all but its time-major lanes tiles)."""
+    from rltriton.kernels.scan import segment_zero
+
+    assert segment_zero(0, 8, False, True) and segment_zero(0, 4, False, True) and segment_zero(0, 1, False, True)
+    assert not segment_zero(1, 8, False, True) and not segment_zero(2, 8, False, True)
+    assert not segment_zero(0, 16, False, True) and not segment_zero(0, 128, False, True)
+    assert not segment_zero(0, 8, True, True)
+    assert not segment_zero(0, 8, False, False)
 
 
 def test_forward_tiles_plan():
@@ -1463,7 +1477,7 @@ def test_lane_tiles(name, lanes_last, shapes, monkeypatch, poisoned):
 def test_lane_tiles_tiny(name, lanes_last, monkeypatch, poisoned):
     """launch._ROW_LANES_TINY: rows of exactly 8 steps a row a thread (``GROUP_TILES = 4``
     with one lane a row, scan.lanes_per_row; the chunk's first step 0 in PHASE 0,
-    scan.segment_setup): 37 rows (a last tile of 5) and 64, every bootstrap form in turn,
+    scan.segment_zero): 37 rows (a last tile of 5) and 64, every bootstrap form in turn,
     truncations and terminations, both Retrace kernel forms, against the float64 reference,
     in both axis orders of the tile (``scan.LANES_LAST``). Every form takes the tiles here
     (the plans give them to TD(lambda), GAE, V-trace and Retrace only)."""

@@ -29,6 +29,7 @@ from rltriton.kernels.scan import (
     scan_step,
     segment_carry_in,
     segment_chunk,
+    segment_zero,
     store_summary,
     summary_strides,
 )
@@ -77,11 +78,7 @@ def forward_kernel(
     grid_dependency(PHASE, PDL)  # (launch._PDL: before any load)
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR,
                                                 SEG_FLIP=SEG_FLIP, TM_LANES=TM_W > 0)
-    if PHASE == 0 and BLOCK_T <= 8 and not TIME_MAJOR and TM_W == 0:
-        # one segment, said so: the chunk's first step is 0, so a tile of at most 8 steps keeps
-        # its vector accesses (scan.segment_setup; SASS a thread, Triton 3.6, [32, 8] on 4
-        # warps: traces 168 -> 112, prefix sums 160 -> 112). H200 (2026-12-04-h200-s40-ab-seg0.txt),
-        # us: traces 32768 x 8 2.1 -> 1.9, 32768 x 6 2.0 -> 1.9; prefix sums 2.0 -> 1.9, 2.0 -> 1.8
+    if segment_zero(PHASE, BLOCK_T, TIME_MAJOR, TM_W == 0):  # (every tile of at most 8 steps but the lanes)
         seg = 0
     if ONE_CHUNK:  # static one-trip loop (see backward.py)
         n_chunks = 1

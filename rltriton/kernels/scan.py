@@ -1138,6 +1138,32 @@ def grid_wait():
     tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
 
+@triton.constexpr_function
+def segment_zero(PHASE, BLOCK_T, TIME_MAJOR, TILE):
+    """Whether a kernel takes its segment as the constant 0 rather than its program's index
+    along grid axis 1 (``seg = 0`` after :func:`program_tile`; the backward kernels in
+    :func:`segment_setup`, the forward kernel at its start): a single pass (PHASE 0: one
+    segment, so axis 1 is one wide and the index is 0 anyway) of a batch-major tile of at most
+    8 steps that the kernel's own gate ``TILE`` admits. Said so, the chunk's first step is the
+    constant 0 rather than ``seg * SEG``, and SEG (8 or less), which Triton does not see
+    divisible by 16, no longer costs these tiles their vector accesses: the lanes tiles of
+    8-step rows (GAE [32, 8] on one warp, Triton 3.6) took scalar loads and 11 layout
+    conversions without it, the tiny tiles 2 elements a thread in scalar loads. SASS a thread,
+    Triton 3.6, without -> with: GAE [32, 8] on 4 warps 264 -> 208, V-trace 376 -> 304, Retrace
+    336 -> 264, traces [32, 8] on 4 warps 168 -> 112, prefix sums 160 -> 112. H200
+    (benchmarks/ab.py, 2026-12-04-h200-s40-ab-seg0-ungated.txt, every tile of at most 8 steps;
+    -ab-seg0.txt, as gated), us: V-trace 4096 x 8 2.0 -> 1.8 in both, Retrace 1.9 -> 1.7 and
+    1.8 -> 1.8; traces 32768 x 8 2.1 -> 1.9, 32768 x 6 2.0 -> 1.9; prefix sums 2.0 -> 1.9, 2.0
+    -> 1.8. The gates (``TILE``) keep it from what read slower with it: the backward kernels
+    take it on 8-step tiles only (their 4-step tiles and the descending tiles of rows of 5-7
+    steps read 0.1-0.2 slower: Retrace 32768 x 4 2.1 -> 2.3, GAE 32768 x 6 2.4 -> 2.5), the
+    forward kernel on every tile of at most 8 steps but its time-major lanes tiles; longer
+    tiles have a SEG divisible by 16 already (and Retrace's lanes tiles read 0.2 slower at
+    32768 x 16 and 16384 x 32 with it), and time-major tiles read 0.1-0.2 slower (time-major
+    GAE 32768 x 8 2.4 -> 2.5)."""
+    return PHASE == 0 and BLOCK_T <= 8 and not TIME_MAJOR and TILE
+
+
 @triton.jit
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
                   PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
@@ -1153,20 +1179,9 @@ def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.conste
     FLAT: tl.constexpr = GROUP_TILES == 3
     rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT,
                                                SEG_FLIP, GROUP_TILES == 5)
-    if PHASE == 0 and BLOCK_T == 8 and not TIME_MAJOR and (GROUP_TILES == 4 or not GROUP_TILES):
-        # one segment (PHASE 0's grid axis 1 is one wide), said so: the chunk's first step is
-        # then 0, not seg * SEG, so 8-step tiles, whose SEG (8) Triton does not see divisible
-        # by 16, keep their vector accesses. The lanes tiles of 8-step rows (GAE [32, 8] on one
-        # warp, Triton 3.6) took scalar loads and 11 layout conversions without it, the tiny
-        # tiles 2 elements a thread in scalar loads (SASS a thread, GAE [32, 8] on 4 warps
-        # 264 -> 208, V-trace 376 -> 304, Retrace 336 -> 264). H200 (benchmarks/ab.py,
-        # 2026-12-04-h200-s40-ab-seg0-ungated.txt, every tile of at most 8 steps; -ab-seg0.txt,
-        # as here), us: V-trace 4096 x 8 2.0 -> 1.8 in both, Retrace 1.9 -> 1.7 and 1.8 -> 1.8.
-        # Not on longer tiles (their SEG is a multiple of 16; Retrace's lanes tiles read 0.2
-        # slower at 32768 x 16 and 16384 x 32 with it), nor on 4-step tiles, the descending
-        # tiles of rows of 5-7 steps or time-major tiles, which read 0.1-0.2 slower with it
-        # (Retrace 32768 x 4 2.1 -> 2.3, GAE 32768 x 6 2.4 -> 2.5, time-major GAE 32768 x 8
-        # 2.4 -> 2.5)
+    if segment_zero(PHASE, BLOCK_T, TIME_MAJOR, BLOCK_T == 8 and (GROUP_TILES == 4 or not GROUP_TILES)):
+        # (8-step tiles in time order, the tiny tiles, or as lanes (GROUP_TILES = 4); not the
+        # 4-step tiles nor the descending tiles of rows of 5-7 steps: see segment_zero)
         seg = 0
     row_mask = rows < R
     # (time-major lanes tiles: their summaries segment-major too, read along the rows)
