@@ -2027,58 +2027,75 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
 
 
 @pytest.mark.parametrize("forms", ["installed", "triton-3.6"])
-@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns", "vtrace", "retrace"])
 def test_exact_t(name, forms, monkeypatch, poisoned):
-    """TD(lambda)'s kernel takes T as the constant BLOCK_T (and segment 0) on a single pass
-    whose one chunk is exactly the row (``launch._EXACT_T``, batch-major storage): against the
-    float64 reference, outputs poisoned, on rows of 1, 4, 16, 64, 128 and 256 steps (several
-    rows a program, whole rows, every bootstrap form), batch-major or on the time-major lanes
-    tiles; the time-major tiles, rows of 100 steps (a padded chunk) and split rows do not take
-    it, nor do the other kernels. ``triton-3.6``: the
-    tile forms the H200's Triton takes (two-level group scan, lanes tiles from any number of
-    programs, descending tiles of up to 8 steps)."""
+    """T as the constant BLOCK_T (and segment 0) on a single pass whose one chunk is exactly
+    the row (``launch._EXACT_T``, :func:`launch._exact_t`): against the float64 reference,
+    outputs poisoned, on rows of 1, 4, 16, 64, 128 and 256 steps (several rows a program, whole
+    rows, every bootstrap form, Retrace in both algebras), batch-major or time-major. TD(lambda)'s
+    kernel takes it on batch-major storage and the time-major lanes tiles; V-trace (rows of at
+    most 128 steps, ``_EXACT_T_MAX_T``) and Retrace's sampled form on batch-major storage only;
+    Retrace's action form (the same kernel) and GAE never. The time-major tiles, rows of 100 steps (a padded
+    chunk) and split rows do not take it. ``triton-3.6``: the tile forms the H200's Triton takes
+    (two-level group scan, lanes tiles from any number of programs, descending tiles of up to
+    8 steps)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     if forms == "triton-3.6":
         monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
         monkeypatch.setattr(poisoned, "_ROW_LANES", True)
         monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0.0)
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major))
-    lanes_seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.tm_lanes))
+    td_kernel = name in ("td_lambda", "discounted_returns")
+    # (the tile lengths of the form's time-major lanes tiles)
+    lane_tiles = poisoned._TM_LANES_TILES["td_lambda" if td_kernel else name]
+    bound = {"vtrace": 128}.get(name, 1 << 30)
+
+    def expect(time_major: bool, tm_lanes: bool, T: int) -> bool:
+        return not time_major and (td_kernel or not tm_lanes) and T <= bound
+
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major, pl.tm_lanes))
     try:
         poisoned.clear_caches()
         for shape in ((33, 1), (20, 4), (9, 16), (5, 64), (3, 128), (2, 256)):
             for time_major in (False, True):
                 check_short_row_forms(name, [shape], monkeypatch, poisoned, time_major=time_major)
                 # (a time-major call of one step is read as batch-major rows)
-                assert seen and all(flag is not tm_tiles for flag, tm_tiles in seen), (shape, time_major, seen)
-                assert time_major or not any(tm for _, tm in seen), seen
+                assert seen and all(flag is expect(tm, lanes, shape[1]) for flag, tm, lanes in seen), \
+                    (shape, time_major, seen)
+                assert time_major or not any(tm or lanes for _, tm, lanes in seen), seen
                 seen.clear()
         check(make_case(name, (5, 100), seed=5), "triton")
-        assert seen == [(False, False)], seen
-        # the time-major lanes tiles (here from any number of programs) take it on whole rows
+        assert seen == [(False, False, False)], seen
+        # the time-major lanes tiles (here from any number of programs): TD(lambda)'s kernel
+        # takes it on whole rows
         with monkeypatch.context() as m:
             m.setattr(poisoned, "_TM_LANES_TILES", {
                 form: {bt: t._replace(min_programs=0.0) for bt, t in tiles.items()}
                 for form, tiles in poisoned._TM_LANES_TILES.items()})
             poisoned.clear_caches()
             for shape in ((70, 128), (40, 64), (33, 16)):
-                lanes_seen.clear()
+                seen.clear()
                 check_short_row_forms(name, [shape], monkeypatch, poisoned, time_major=True)
-                assert lanes_seen and all(flag and lanes for flag, lanes in lanes_seen), (shape, lanes_seen)
-            lanes_seen.clear()
+                assert seen and all(flag is expect(tm, lanes, shape[1]) for flag, tm, lanes in seen), (shape, seen)
+                assert all(lanes is (shape[1] in lane_tiles) for _, _, lanes in seen), (shape, seen)
+            seen.clear()
             check(make_case(name, (40, 100), seed=8, time_major=True), "triton")
-            assert lanes_seen == [(False, True)], lanes_seen
+            assert seen == [(False, False, 128 in lane_tiles)], seen
         poisoned.clear_caches()
         use_small_tiles(monkeypatch, poisoned, split=True)
         monkeypatch.setattr(poisoned, "_ROW_LANES", False)  # (lanes tiles are whole rows)
         splits = launches_used(monkeypatch, poisoned)
         seen.clear()
         check(make_case(name, (3, 64), seed=6), "triton")  # split in time: two passes
-        assert not any(flag for flag, _ in seen) and len(splits[-1]) == 2, (seen, splits[-1])
+        assert not any(flag for flag, _, _ in seen) and len(splits[-1]) == 2, (seen, splits[-1])
         seen.clear()
         check(make_case("gae", (5, 64), seed=7), "triton")
-        assert seen == [(None, False)], seen
+        assert seen == [(None, False, False)], seen
+        if name == "retrace":  # (its action form: the same kernel, never with it)
+            poisoned.clear_caches()
+            seen.clear()
+            check(make_case("retrace_av", (5, 64), seed=9), "triton")
+            assert seen == [(False, False, False)], seen
     finally:
         poisoned.clear_caches()
 

@@ -500,7 +500,7 @@ def test_loop_tiles(shape, bootstrap, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
-@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns"])
+@pytest.mark.parametrize("name", ["td_lambda", "discounted_returns", "vtrace", "retrace"])
 @pytest.mark.parametrize("shape, time_major, exact, bootstrap", [
     ((4096, 512), False, True, "none"), ((16384, 128), False, True, "next_values"),
     ((32768, 64), False, True, "bootstrap_values"), ((4096, 128), True, True, "last_value"),
@@ -508,11 +508,14 @@ def test_loop_tiles(shape, bootstrap, monkeypatch, poisoned):
     ((5000, 100), False, False, "last_value")],
     ids=["4096x512", "16384x128", "32768x64", "tm-4096x128", "tm-16384x64", "tm-32768x128", "5000x100"])
 def test_exact_t(shape, time_major, exact, bootstrap, name, monkeypatch, poisoned):
-    """TD(lambda)'s kernel with T the constant BLOCK_T on one pass of whole rows of exactly a
-    chunk, batch-major or on the time-major lanes tiles (launch._EXACT_T; 100-step rows, a
-    padded chunk, and the time-major tiles of 32768 x 128 do not take it): against the float64
-    reference, a bootstrap form a shape (discounted returns take bootstrap_values for
-    next_values), truncations and terminations."""
+    """T as the constant BLOCK_T on one pass of whole rows of exactly a chunk (launch._EXACT_T,
+    launch._exact_t; ``exact``: TD(lambda)'s kernel's, batch-major or on the time-major lanes
+    tiles; 100-step rows, a padded chunk, and the time-major tiles of 32768 x 128 do not take
+    it); V-trace and Retrace's sampled form on batch-major storage only, V-trace on rows of at
+    most 128 steps: against the float64 reference, a bootstrap form a shape (discounted returns
+    take bootstrap_values for next_values), truncations and terminations."""
+    if name in ("vtrace", "retrace"):
+        exact = exact and not time_major and (name != "vtrace" or shape[1] <= 128)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("EXACT_T"))
     poisoned.clear_caches()
     try:

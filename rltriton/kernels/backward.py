@@ -572,13 +572,17 @@ def vtrace_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, EXACT_T: tl.constexpr = False,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
-    supplies in registers (no store-and-reload). ``INTERIOR``: see :func:`td_lambda_kernel`."""
+    supplies in registers (no store-and-reload). ``INTERIOR``, ``EXACT_T``: see
+    :func:`td_lambda_kernel`."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
+    if EXACT_T:  # (td_lambda_kernel's EXACT_T)
+        tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
+        T = BLOCK_T
     s_r_n = aligned(s_r_n, ROW_DIV)
     s_v_n = aligned(s_v_n, ROW_DIV)
     s_term_n = aligned(s_term_n, ROW_DIV)
@@ -605,6 +609,8 @@ def vtrace_kernel(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
     )
+    if EXACT_T:  # (PHASE 0's grid axis 1 is one wide)
+        seg = 0
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     inside = False
@@ -810,7 +816,7 @@ def retrace_kernel(
     SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
     TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, EXACT_T: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -828,10 +834,13 @@ def retrace_kernel(
     nv_t the bootstrap, or 0). The lagged scan gives H_{t+1} beside H_t, so nothing is read
     at t + 1: the action form evaluates its expectation once per step instead of twice.
 
-    ``INTERIOR``: see :func:`td_lambda_kernel`.
+    ``INTERIOR``, ``EXACT_T`` (the sampled form only): see :func:`td_lambda_kernel`.
     """
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
+    if EXACT_T:  # (td_lambda_kernel's EXACT_T)
+        tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
+        T = BLOCK_T
     s_r_n = aligned(s_r_n, ROW_DIV)
     s_v_n = aligned(s_v_n, ROW_DIV)
     s_term_n = aligned(s_term_n, ROW_DIV)
@@ -866,6 +875,8 @@ def retrace_kernel(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
         GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
     )
+    if EXACT_T:  # (PHASE 0's grid axis 1 is one wide)
+        seg = 0
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     inside = False

@@ -2193,6 +2193,38 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> float | None:
 # 3.8 -> 3.5; 4096-8192 x 8-128 and 16384 x 16 within 0.2 either way. The time-major tiles
 # (Plan.time_major, 32768 x 128) keep the runtime T.
 _EXACT_T = True
+# V-trace's and Retrace's sampled-form kernels take it too since session 42, on batch-major
+# storage only (the time-major lanes tiles were not faster with it: V-trace 16384 x 64 6.4 ->
+# 6.4, 32768 x 64 13.1 -> 13.1), V-trace on rows of at most _EXACT_T_MAX_T["vtrace"] steps.
+# SASS a thread (Triton 3.6, benchmarks/sass_counts.py), without -> with: V-trace [4, 64] on 2
+# warps 336 -> 296 (55 -> 48 registers), [2, 128] 328 -> 296, [16, 32] on 4 warps 296 -> 264,
+# [1, 512] on 4 warps 352 -> 336; Retrace [4, 64] on one warp 472 -> 408. H200, Triton 3.6,
+# device us (benchmarks/ab.py, 2026-12-04-h200-s42-ab-vtrace-exact.txt, two runs, and
+# -s42-ab-exact-gae-retrace-vtrace.txt): V-trace 16384 x 64 5.8 -> 5.6 (three runs alike),
+# 32768 x 64 10.8 -> 10.2, 8192 x 128 4.8 -> 4.5, 16384 x 128 10.3 -> 9.9, 32768 x 32 4.6 ->
+# 4.2, 16384 x 32 3.0 -> 2.8, 4096 x 16 2.2 -> 1.8; but 4096 x 512 9.8 -> 9.9 and 9.9 -> 10.1
+# (session 28 likewise: 9.8 -> 10.1 twice), hence the bound; Retrace 4096 x 512 13.2 -> 12.8,
+# 8192 x 128 4.9 -> 4.7, 16384 x 128 13.4 -> 13.2, 16384 x 32 3.2 -> 3.1; as shipped, against
+# the session's start (-s42-ab-exact-final.txt, two runs): V-trace 16384 x 32 3.1 -> 2.9 twice,
+# 8192 x 128 4.7 -> 4.5 and 4.6, 16384 x 128 9.8 -> 9.6, 9.9 -> 9.8; Retrace 4096 x 512 12.9 ->
+# 12.6, 12.8 -> 12.7, 8192 x 128 4.9 -> 4.8 twice; TD(lambda) within 0.1. GAE stays without it:
+# mixed again (4096 x 512 6.8 -> 6.4, but 16384 x 128 7.1 -> 7.3, as in session 28).
+_EXACT_T_FORMS = frozenset({"td_lambda", "discounted_returns", "vtrace", "retrace"})
+_EXACT_T_MAX_T = {"vtrace": 128}
+
+
+def _exact_t(pl: Plan, T: int, form: str) -> bool:
+    """Whether a call of the kernel form ``form`` (``split_form`` of :func:`run_backward`: TD(lambda)
+    and discounted returns apart, Retrace's action form as ``retrace_actions``) on plan ``pl``
+    takes T as the constant BLOCK_T and its segment as 0 (the kernels' ``EXACT_T``,
+    ``_EXACT_T``): one pass whose one chunk is exactly the row, batch-major storage (TD(lambda)'s
+    kernel: the time-major lanes tiles too), for the forms of ``_EXACT_T_FORMS`` on rows of at
+    most their ``_EXACT_T_MAX_T`` steps."""
+    if not _EXACT_T or form not in _EXACT_T_FORMS or T > _EXACT_T_MAX_T.get(form, T):
+        return False
+    if pl.time_major or (pl.tm_lanes and form not in ("td_lambda", "discounted_returns")):
+        return False
+    return pl.segments == 1 and pl.seg_len == pl.block_t == T
 # The segments of a two-pass split before a row's last one (one chunk a segment, one row a
 # program, batch-major) run a chunk with no test against T (the INTERIOR of td_lambda_kernel,
 # gae_kernel, vtrace_kernel, retrace_kernel and forward_kernel):
@@ -2287,6 +2319,8 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         meta = {**meta, "MAP_REDUCE": True}
     if kind in ("gae", "vtrace", "retrace"):
         meta = {**meta, "INTERIOR": _interior(pl, meta)}
+    if kind in ("vtrace", "retrace"):
+        meta = {**meta, "EXACT_T": _exact_t(pl, T, split_form)}
     if kind == "gae":
         adv = _output(p, caller, like)
         tgt = _output(p, caller, like)
@@ -2303,7 +2337,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
                                                     and not pl.lanes)
                                  or (split_form in _TD_LAZY_CUT_WIDE and wide_tile))
         meta = {**meta, "HAS_VALUES": v[0] is not None, "LAZY_CUT": lazy,
-                "EXACT_T": _EXACT_T and pl.segments == 1 and pl.seg_len == pl.block_t == T and not pl.time_major,
+                "EXACT_T": _exact_t(pl, T, split_form),
                 "INTERIOR": not lazy and _interior(pl, meta)}
         meta["INTERIOR_LAZY"] = split_form in _INTERIOR_LAZY and meta["INTERIOR"]
         _launch(td_lambda_kernel, R, T, pl, args, {**meta, "EDGE_CARRY": _edge_carry(pl, meta)}, p.dtype, p.device)
