@@ -93,18 +93,45 @@ def per_step_inputs(tensors: list[object], shape: tuple[int, int]) -> list[torch
     return out
 
 
-def estimator_plan(name: str, shape: tuple[int, int], time_major: bool = False, plan_for=None):
-    """The plan ``launch.plan_for`` (or ``plan_for``, e.g. the original of a monkeypatched one)
-    gives estimator ``name`` (a ``tests.rollouts`` name) at ``shape`` on the current GPU,
-    with the arguments the estimator's call passes it."""
+def estimator_plan(name: str, shape: tuple[int, int], time_major: bool = False, plan_for=None,
+                   device: str = "cuda"):
+    """The plan the launcher takes for one call of estimator ``name`` (a ``tests.rollouts``
+    name, terminations as flags, seed 0: the case ``sweep.py`` and ``ncu_case.py`` time) at
+    ``shape`` ([R, T]; stored [T, R] with ``time_major``) on ``device``: the call is made with
+    ``launch.plan_for`` (or ``plan_for``, e.g. the original of a monkeypatched one) wrapped to
+    record its answer and stop the call there, so no kernel runs and the plan is the one
+    ``run_backward``/``run_forward`` ask for with every argument they pass (the short tiles,
+    wide lanes and time-major edge bounds of TD(lambda)'s kernel among them). The replay cache
+    is cleared before and after (a replayed call asks for no plan)."""
     from rltriton.kernels import launch
-    from tests.rollouts import FEW_ROWS_KIND
+    from tests.rollouts import make_case, on_gpu
 
-    kind = FEW_ROWS_KIND[name]
-    return (plan_for or launch.plan_for)(
-        shape[0], shape[1], torch.device("cuda"), time_major=time_major, wide=kind in launch._TM_WIDE_KINDS,
-        long_rows=launch._LONG_ROWS.get("retrace" if name.startswith("retrace") else name, launch._LONG_ROWS_DEFAULT),
-        few=launch._TM_FEW_TILES.get(kind), forward=kind == "forward", form=kind)
+    class _Stop(Exception):
+        pass
+
+    inner = plan_for or launch.plan_for
+    got: list = []
+
+    def spy(*a, **k):
+        got.append(inner(*a, **k))
+        raise _Stop
+
+    case = make_case(name, shape, flags="terminated", seed=0, time_major=time_major)
+    if torch.device(device).type == "cuda":
+        case = on_gpu(case)
+    saved = launch.plan_for
+    launch.plan_for = spy
+    launch.clear_caches()
+    try:
+        case(backend="triton")
+    except _Stop:
+        pass
+    finally:
+        launch.plan_for = saved
+        launch.clear_caches()
+    if not got:
+        raise RuntimeError(f"{name} {shape}: the call asked for no plan")
+    return got[0]
 
 
 def apply_launch_settings(settings: list[str], time_major: bool = False):
