@@ -2195,7 +2195,7 @@ def _td_wide_lanes(p: Problem, R: int, meta: dict) -> float | None:
 _EXACT_T = True
 # V-trace's and Retrace's sampled-form kernels take it too since session 42, on batch-major
 # storage only (the time-major lanes tiles were not faster with it: V-trace 16384 x 64 6.4 ->
-# 6.4, 32768 x 64 13.1 -> 13.1), V-trace on rows of at most _EXACT_T_MAX_T["vtrace"] steps.
+# 6.3, 32768 x 64 13.1 -> 13.4), V-trace on rows of at most _EXACT_T_MAX_T["vtrace"] steps.
 # SASS a thread (Triton 3.6, benchmarks/sass_counts.py), without -> with: V-trace [4, 64] on 2
 # warps 336 -> 296 (55 -> 48 registers), [2, 128] 328 -> 296, [16, 32] on 4 warps 296 -> 264,
 # [1, 512] on 4 warps 352 -> 336; Retrace [4, 64] on one warp 472 -> 408. H200, Triton 3.6,
@@ -2204,7 +2204,7 @@ _EXACT_T = True
 # 32768 x 64 10.8 -> 10.2, 8192 x 128 4.8 -> 4.5, 16384 x 128 10.3 -> 9.9, 32768 x 32 4.6 ->
 # 4.2, 16384 x 32 3.0 -> 2.8, 4096 x 16 2.2 -> 1.8; but 4096 x 512 9.8 -> 9.9 and 9.9 -> 10.1
 # (session 28 likewise: 9.8 -> 10.1 twice), hence the bound; Retrace 4096 x 512 13.2 -> 12.8,
-# 8192 x 128 4.9 -> 4.7, 16384 x 128 13.4 -> 13.2, 16384 x 32 3.2 -> 3.1; as shipped, against
+# 8192 x 128 4.9 -> 4.7, 16384 x 128 13.4 -> 13.2, 16384 x 32 3.3 -> 3.1; as shipped, against
 # the session's start (-s42-ab-exact-final.txt, two runs): V-trace 16384 x 32 3.1 -> 2.9 twice,
 # 8192 x 128 4.7 -> 4.5 and 4.6, 16384 x 128 9.8 -> 9.6, 9.9 -> 9.8; Retrace 4096 x 512 12.9 ->
 # 12.6, 12.8 -> 12.7, 8192 x 128 4.9 -> 4.8 twice; TD(lambda) within 0.1. GAE stays without it:
