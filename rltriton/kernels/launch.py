@@ -2225,6 +2225,8 @@ def _exact_t(pl: Plan, T: int, form: str) -> bool:
     if pl.time_major or (pl.tm_lanes and form not in ("td_lambda", "discounted_returns")):
         return False
     return pl.segments == 1 and pl.seg_len == pl.block_t == T
+
+
 # The segments of a two-pass split before a row's last one (one chunk a segment, one row a
 # program, batch-major) run a chunk with no test against T (the INTERIOR of td_lambda_kernel,
 # gae_kernel, vtrace_kernel, retrace_kernel and forward_kernel):
