@@ -66,6 +66,8 @@
 #   s40-lanes8, ~9 min (carries _ab/s40/base and .peers): 8-step rows a row a thread
 #   (launch._ROW_LANES_TINY): GPU tests of the lanes and tiny tiles, an A/B, the massive grid's
 #   8-step rows;
+#   s43-rows-t, ~8 min: launch._ROWS_T (prepared in session 42, off): an A/B off -> on twice, then
+#   the GPU tests of the tiles it touches with it on (s43-rows-t-grid, ~5 min: the grid's);
 #   s42-tm-split, ~6 min, s42-tm-tiles, ~5 min: the time-major tiles' settings (tuned in
 #   session 6) timed again against today's kernels at the classic grid's time-major misses, as
 #   session 41's pipeline depth and wide tiles were: the split's bounds (_TM_SPLIT_BELOW,
@@ -651,6 +653,22 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
         --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
+    s43-rows-t)
+      # session 42's launch._ROWS_T (prepared, off; SASS a thread 7-11% fewer on short tiles): an
+      # A/B, off -> on twice, of the backward estimators at the massive and classic grids' short and
+      # 512-row rows, then the GPU tests of the short tiles, exact T, splits and the grid with it on
+      # (sed in this copy of the tree, last, so the A/B's copies are made before it)
+      variants_ab s43_rows_t 200 gae,td_lambda,discounted_returns,vtrace,retrace \
+        32768x8,16384x32,16384x64,8192x64,8192x128,16384x128,4096x512,512x2048,512x4096 base \
+        on='s/^_ROWS_T = False/_ROWS_T = True/' base2 on2='s/^_ROWS_T = False/_ROWS_T = True/' \
+        | grep -v "^$" | tail -48
+      sed -i 's/^_ROWS_T = False/_ROWS_T = True/' "$L" && grep -c "^_ROWS_T = True" "$L"
+      gpu_tests 300 "lane_tiles or tiny or awkward_small or exact_t or group_scan or dr_short or td_wide or interior" \
+        s43_rows_t_tests.log ;;
+    s43-rows-t-grid)
+      # the grid's GPU tests (512, ~4 min) with launch._ROWS_T on, after s43-rows-t
+      sed -i 's/^_ROWS_T = False/_ROWS_T = True/' "$L" && grep -c "^_ROWS_T = True" "$L"
+      gpu_tests 300 "test_grid" s43_rows_t_grid.log ;;
     s42-tm-split)
       # session 41's next step: the time-major split's bounds against the defaults, every
       # estimator's time-major call at the classic grid's time-major misses (columns in order)

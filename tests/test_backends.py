@@ -2100,6 +2100,48 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
+def test_rows_t(name, monkeypatch, poisoned):
+    """``launch._ROWS_T`` on (off by default, untimed): a backward kernel's call whose every
+    per-step tensor lies in contiguous rows of T steps sees each row stride as T itself
+    (``ROWS_T``): against the float64 reference, outputs poisoned, every bootstrap form
+    (per-step next or bootstrap values among them), truncations and terminations, several rows
+    a program, whole rows and a split; per-step gamma and lam tensors too. Not taken where a
+    tensor has other strides: time-major storage, a per-row gamma broadcast along time
+    (stride 0), rewards read through a view of time stride 2, Retrace's action values ([N, T,
+    A])."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_ROWS_T", True)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("ROWS_T", False))
+    try:
+        poisoned.clear_caches()
+        check_short_row_forms(name, [(37, 16), (5, 64), (3, 100)], monkeypatch, poisoned)
+        assert seen and all(seen) is (name != "retrace_av"), seen
+        seen.clear()
+        check(make_case(name, (9, 40), seed=4, per_step=True), "triton")
+        assert seen == [name != "retrace_av"], seen
+        seen.clear()
+        check_short_row_forms(name, [(70, 64)], monkeypatch, poisoned, time_major=True)
+        assert seen and not any(seen), seen
+        seen.clear()
+        case = make_case(name, (6, 24), seed=5)
+        case.kwargs["gamma"] = torch.full((6, 1), 0.95)  # (one value a row: time stride 0)
+        check(case, "triton")
+        assert seen == [False], seen
+        seen.clear()
+        check(_time_strided(make_case(name, (6, 24), seed=6)), "triton")
+        assert seen == [False], seen
+        use_small_tiles(monkeypatch, poisoned, split=True)
+        monkeypatch.setattr(poisoned, "_ROW_LANES", False)
+        poisoned.clear_caches()
+        seen.clear()
+        check(make_case(name, (3, 64), seed=7), "triton")  # split in time: two passes
+        assert seen == [name != "retrace_av"], seen
+    finally:
+        poisoned.clear_caches()
+
+
 INTERIOR_NAMES = ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum"]
 
 

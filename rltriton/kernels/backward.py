@@ -108,7 +108,7 @@ def gae_kernel(
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, MAP_REDUCE: tl.constexpr = False,
     INTERIOR: tl.constexpr = False,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, ROWS_T: tl.constexpr = False,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V.
     ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
@@ -126,6 +126,16 @@ def gae_kernel(
     s_l_n = aligned(s_l_n, ROW_DIV)
     s_a_n = aligned(s_a_n, ROW_DIV)
     s_o_n = aligned(s_o_n, ROW_DIV)
+    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
+        s_r_n = T
+        s_v_n = T
+        s_term_n = T
+        s_trunc_n = T
+        s_nv_n = T
+        s_g_n = T
+        s_l_n = T
+        s_a_n = T
+        s_o_n = T
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)
@@ -375,7 +385,7 @@ def td_lambda_kernel(
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, EDGE_CARRY: tl.constexpr = False,
     EXACT_T: tl.constexpr = False, MAP_REDUCE: tl.constexpr = False, INTERIOR: tl.constexpr = False,
     INTERIOR_LAZY: tl.constexpr = False,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, ROWS_T: tl.constexpr = False,
 ):
     """TD(lambda) (and discounted returns with lam = 1, no values). With cont_t = (t < T-1
     and not done_t): alpha = r + g (1-term) nv (1 - l cont), beta = g l cont. The scans cut
@@ -420,6 +430,15 @@ def td_lambda_kernel(
     s_g_n = aligned(s_g_n, ROW_DIV)
     s_l_n = aligned(s_l_n, ROW_DIV)
     s_o_n = aligned(s_o_n, ROW_DIV)
+    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
+        s_r_n = T
+        s_v_n = T
+        s_term_n = T
+        s_trunc_n = T
+        s_nv_n = T
+        s_g_n = T
+        s_l_n = T
+        s_o_n = T
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)
@@ -572,7 +591,7 @@ def vtrace_kernel(
     SEG_MAP_FWD: tl.constexpr = False, CARRY_PROD: tl.constexpr = False, SEG_FLIP: tl.constexpr = False,
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
-    PDL: tl.constexpr = False, EXACT_T: tl.constexpr = False,
+    PDL: tl.constexpr = False, EXACT_T: tl.constexpr = False, ROWS_T: tl.constexpr = False,
 ):
     """V-trace: alpha = rho (r + g (1-term) nv - V), beta = g (1-done) c; vs = V + D, and
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
@@ -593,6 +612,17 @@ def vtrace_kernel(
     s_lr_n = aligned(s_lr_n, ROW_DIV)
     s_vs_n = aligned(s_vs_n, ROW_DIV)
     s_pg_n = aligned(s_pg_n, ROW_DIV)
+    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
+        s_r_n = T
+        s_v_n = T
+        s_term_n = T
+        s_trunc_n = T
+        s_nv_n = T
+        s_g_n = T
+        s_l_n = T
+        s_lr_n = T
+        s_vs_n = T
+        s_pg_n = T
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)
@@ -816,7 +846,7 @@ def retrace_kernel(
     SEG_FLIP: tl.constexpr = False, SEG_GROUPS: tl.constexpr = 0,
     TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
-    PDL: tl.constexpr = False, EXACT_T: tl.constexpr = False,
+    PDL: tl.constexpr = False, EXACT_T: tl.constexpr = False, ROWS_T: tl.constexpr = False,
 ):
     """Retrace: alpha = r + g (1-term) nv - Q, beta = g (1-done) c_{t+1} with
     c_{t+1} = l_{t+1} min(c_bar, rho_{t+1}) (0 at t = T-1); outputs Q + D and Q + D - v.
@@ -855,6 +885,21 @@ def retrace_kernel(
     s_act_n = aligned(s_act_n, ROW_DIV)
     s_qt_n = aligned(s_qt_n, ROW_DIV)
     s_a_n = aligned(s_a_n, ROW_DIV)
+    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
+        s_r_n = T
+        s_v_n = T
+        s_term_n = T
+        s_trunc_n = T
+        s_nv_n = T
+        s_g_n = T
+        s_l_n = T
+        s_q_n = T
+        s_lr_n = T
+        s_av_n = T
+        s_pi_n = T
+        s_act_n = T
+        s_qt_n = T
+        s_a_n = T
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)

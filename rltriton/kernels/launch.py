@@ -2005,9 +2005,38 @@ def _row_div(kernel, args: list, T: int, pl: Plan) -> dict:
     return {key: d} if 1 < d < 16 else {}
 
 
+# Every per-step tensor of a backward kernel's call in contiguous rows of T steps (row stride T,
+# time stride 1: a caller's [N, T] tensors, and our outputs laid out like its rewards) is
+# shown to the kernel as such (_ROWS_T, the kernels' ROWS_T): each per-step row stride is then
+# T itself, one row offset serves every tensor, where each took its own multiply from its own
+# stride argument. SASS a thread (Triton 3.6, benchmarks/sass_counts.py, a prototype of session
+# 42): TD(lambda) [2, 128] on 2 warps 216 -> 192, GAE [2, 128] 240 -> 224 and [4, 64] 280 ->
+# 264, V-trace [4, 64] 296 -> 272 and [2, 128] 296 -> 264, TD(lambda) [1, 4096] on 16 warps
+# 568 -> 552. Not timed yet (session 42's device time was spent): off until an A/B on the H200
+# (benchmarks/device_run.sh s43-rows-t); tests/test_backends.py::test_rows_t checks it on.
+_ROWS_T = False
+_ROWS_T_KERNELS = frozenset({"gae_kernel", "td_lambda_kernel", "vtrace_kernel", "retrace_kernel"})
+
+
+def _rows_t(kernel, args: list, T: int) -> dict:
+    """``ROWS_T`` for a launch of ``kernel`` (a kernel of ``_ROWS_T_KERNELS``) with ``args``
+    over rows of ``T`` steps (``_ROWS_T``): where every per-step tensor's (row stride, time
+    stride) is (T, 1), or (0, 0) for an absent one (its pointer the rewards', ``args[0]``, as
+    ``run_backward`` passes it: the kernel reads nothing through it). A broadcast input
+    (gamma of one value a row, a stride 0) keeps its own strides: no flag."""
+    if not _ROWS_T or kernel.fn.__name__ not in _ROWS_T_KERNELS:
+        return {}
+    names = kernel.arg_names
+    for i in _stride_slots(kernel, "n"):
+        strides = (args[i], args[names.index(names[i][:-2] + "_t")])
+        if strides != (T, 1) and not (strides == (0, 0) and args[i - 1] is args[0]):
+            return {}
+    return {"ROWS_T": True}
+
+
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
     """Issue the launches of :func:`launch_specs`; record a replayable one for :func:`record`."""
-    meta = {**meta, **_row_div(kernel, args, T, pl)}
+    meta = {**meta, **_row_div(kernel, args, T, pl), **_rows_t(kernel, args, T)}
     specs, scratch = launch_specs(kernel, lanes, T, pl, args, meta, dtype, device)
     if _recorder is not None:
         _recorder.append((specs, scratch) if scratch is not None else None)
