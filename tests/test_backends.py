@@ -1517,7 +1517,9 @@ def test_row_div_strides_checked():
     """Every stride a kernel rewrites through scan.aligned (and T, or R) is one that
     launch._row_div checks for the divisor (``_stride_slots``: the row strides for ``ROW_DIV``,
     the time strides for ``TM_DIV``): a rewritten stride the launcher did not check
-    would move rows (or steps) wherever it lacks the divisor. Read from each kernel's source."""
+    would move rows (or steps) wherever it lacks the divisor. The backward kernels' row strides
+    go through scan.row_stride (scan.aligned, or T itself under ``ROWS_T``), which
+    launch._rows_t checks on the same slots. Read from each kernel's source."""
     import inspect
     import re
 
@@ -1526,7 +1528,8 @@ def test_row_div_strides_checked():
     for kernel in (backward.gae_kernel, backward.td_lambda_kernel, backward.vtrace_kernel, backward.retrace_kernel,
                    forward.forward_kernel):
         src = inspect.getsource(kernel.fn)
-        rewritten = set(re.findall(r"^\s+(\w+) = aligned\(\1, ROW_DIV\)$", src, re.M))
+        rewritten = set(re.findall(r"^\s+(\w+) = (?:aligned\(\1, ROW_DIV\)|row_stride\(\1, T, ROW_DIV, ROWS_T\))$",
+                                   src, re.M))
         checked = {kernel.arg_names[i] for i in launch._stride_slots(kernel, "n")}
         assert rewritten == checked | {"T"}, (kernel.fn.__name__, rewritten ^ (checked | {"T"}))
         rewritten = set(re.findall(r"^\s+(\w+) = aligned\(\1, TM_DIV\)$", src, re.M))

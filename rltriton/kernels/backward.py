@@ -56,6 +56,7 @@ from rltriton.kernels.scan import (
     load_next_only,
     load_tile,
     next_state_values,
+    row_stride,
     row_values,
     scalar,
     scan_order,
@@ -115,27 +116,18 @@ def gae_kernel(
     :func:`scan.constant_chunk_map`'s reductions instead of a scan (uncut: a non-finite
     alpha past an episode's end reaches the map as 0 * x, as in the scan). ``INTERIOR``:
     see :func:`td_lambda_kernel`."""
-    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
+    # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
-    s_r_n = aligned(s_r_n, ROW_DIV)
-    s_v_n = aligned(s_v_n, ROW_DIV)
-    s_term_n = aligned(s_term_n, ROW_DIV)
-    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
-    s_nv_n = aligned(s_nv_n, ROW_DIV)
-    s_g_n = aligned(s_g_n, ROW_DIV)
-    s_l_n = aligned(s_l_n, ROW_DIV)
-    s_a_n = aligned(s_a_n, ROW_DIV)
-    s_o_n = aligned(s_o_n, ROW_DIV)
-    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
-        s_r_n = T
-        s_v_n = T
-        s_term_n = T
-        s_trunc_n = T
-        s_nv_n = T
-        s_g_n = T
-        s_l_n = T
-        s_a_n = T
-        s_o_n = T
+    s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
+    s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
+    s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
+    s_trunc_n = row_stride(s_trunc_n, T, ROW_DIV, ROWS_T)
+    s_nv_n = row_stride(s_nv_n, T, ROW_DIV, ROWS_T)
+    s_g_n = row_stride(s_g_n, T, ROW_DIV, ROWS_T)
+    s_l_n = row_stride(s_l_n, T, ROW_DIV, ROWS_T)
+    s_a_n = row_stride(s_a_n, T, ROW_DIV, ROWS_T)
+    s_o_n = row_stride(s_o_n, T, ROW_DIV, ROWS_T)
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)
@@ -417,28 +409,20 @@ def td_lambda_kernel(
     ``INTERIOR_LAZY`` (``launch._INTERIOR_LAZY``): the interior chunks take ``LAZY_CUT``'s
     form: scanned without the cut, checked, and run again with it (the general chunk, from
     the same carry) only where something came out non-finite."""
-    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
+    # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
     if EXACT_T:
         tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
         T = BLOCK_T
-    s_r_n = aligned(s_r_n, ROW_DIV)
-    s_v_n = aligned(s_v_n, ROW_DIV)
-    s_term_n = aligned(s_term_n, ROW_DIV)
-    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
-    s_nv_n = aligned(s_nv_n, ROW_DIV)
-    s_g_n = aligned(s_g_n, ROW_DIV)
-    s_l_n = aligned(s_l_n, ROW_DIV)
-    s_o_n = aligned(s_o_n, ROW_DIV)
-    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
-        s_r_n = T
-        s_v_n = T
-        s_term_n = T
-        s_trunc_n = T
-        s_nv_n = T
-        s_g_n = T
-        s_l_n = T
-        s_o_n = T
+    s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
+    s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
+    s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
+    s_trunc_n = row_stride(s_trunc_n, T, ROW_DIV, ROWS_T)
+    s_nv_n = row_stride(s_nv_n, T, ROW_DIV, ROWS_T)
+    s_g_n = row_stride(s_g_n, T, ROW_DIV, ROWS_T)
+    s_l_n = row_stride(s_l_n, T, ROW_DIV, ROWS_T)
+    s_o_n = row_stride(s_o_n, T, ROW_DIV, ROWS_T)
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)
@@ -597,32 +581,22 @@ def vtrace_kernel(
     the policy-gradient advantage from vs_{t+1} = V_{t+1} + D_{t+1}, which the lagged scan
     supplies in registers (no store-and-reload). ``INTERIOR``, ``EXACT_T``: see
     :func:`td_lambda_kernel`."""
-    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
+    # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
     if EXACT_T:  # (td_lambda_kernel's EXACT_T)
         tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
         T = BLOCK_T
-    s_r_n = aligned(s_r_n, ROW_DIV)
-    s_v_n = aligned(s_v_n, ROW_DIV)
-    s_term_n = aligned(s_term_n, ROW_DIV)
-    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
-    s_nv_n = aligned(s_nv_n, ROW_DIV)
-    s_g_n = aligned(s_g_n, ROW_DIV)
-    s_l_n = aligned(s_l_n, ROW_DIV)
-    s_lr_n = aligned(s_lr_n, ROW_DIV)
-    s_vs_n = aligned(s_vs_n, ROW_DIV)
-    s_pg_n = aligned(s_pg_n, ROW_DIV)
-    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
-        s_r_n = T
-        s_v_n = T
-        s_term_n = T
-        s_trunc_n = T
-        s_nv_n = T
-        s_g_n = T
-        s_l_n = T
-        s_lr_n = T
-        s_vs_n = T
-        s_pg_n = T
+    s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
+    s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
+    s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
+    s_trunc_n = row_stride(s_trunc_n, T, ROW_DIV, ROWS_T)
+    s_nv_n = row_stride(s_nv_n, T, ROW_DIV, ROWS_T)
+    s_g_n = row_stride(s_g_n, T, ROW_DIV, ROWS_T)
+    s_l_n = row_stride(s_l_n, T, ROW_DIV, ROWS_T)
+    s_lr_n = row_stride(s_lr_n, T, ROW_DIV, ROWS_T)
+    s_vs_n = row_stride(s_vs_n, T, ROW_DIV, ROWS_T)
+    s_pg_n = row_stride(s_pg_n, T, ROW_DIV, ROWS_T)
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)
@@ -866,40 +840,26 @@ def retrace_kernel(
 
     ``INTERIOR``, ``EXACT_T`` (the sampled form only): see :func:`td_lambda_kernel`.
     """
-    # the divisibility of T and the row strides (launch._row_div), for vector accesses
+    # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
+    # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
     if EXACT_T:  # (td_lambda_kernel's EXACT_T)
         tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
         T = BLOCK_T
-    s_r_n = aligned(s_r_n, ROW_DIV)
-    s_v_n = aligned(s_v_n, ROW_DIV)
-    s_term_n = aligned(s_term_n, ROW_DIV)
-    s_trunc_n = aligned(s_trunc_n, ROW_DIV)
-    s_nv_n = aligned(s_nv_n, ROW_DIV)
-    s_g_n = aligned(s_g_n, ROW_DIV)
-    s_l_n = aligned(s_l_n, ROW_DIV)
-    s_q_n = aligned(s_q_n, ROW_DIV)
-    s_lr_n = aligned(s_lr_n, ROW_DIV)
-    s_av_n = aligned(s_av_n, ROW_DIV)
-    s_pi_n = aligned(s_pi_n, ROW_DIV)
-    s_act_n = aligned(s_act_n, ROW_DIV)
-    s_qt_n = aligned(s_qt_n, ROW_DIV)
-    s_a_n = aligned(s_a_n, ROW_DIV)
-    if ROWS_T:  # (launch._ROWS_T: every per-step tensor in contiguous rows of T steps)
-        s_r_n = T
-        s_v_n = T
-        s_term_n = T
-        s_trunc_n = T
-        s_nv_n = T
-        s_g_n = T
-        s_l_n = T
-        s_q_n = T
-        s_lr_n = T
-        s_av_n = T
-        s_pi_n = T
-        s_act_n = T
-        s_qt_n = T
-        s_a_n = T
+    s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
+    s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
+    s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
+    s_trunc_n = row_stride(s_trunc_n, T, ROW_DIV, ROWS_T)
+    s_nv_n = row_stride(s_nv_n, T, ROW_DIV, ROWS_T)
+    s_g_n = row_stride(s_g_n, T, ROW_DIV, ROWS_T)
+    s_l_n = row_stride(s_l_n, T, ROW_DIV, ROWS_T)
+    s_q_n = row_stride(s_q_n, T, ROW_DIV, ROWS_T)
+    s_lr_n = row_stride(s_lr_n, T, ROW_DIV, ROWS_T)
+    s_av_n = row_stride(s_av_n, T, ROW_DIV, ROWS_T)
+    s_pi_n = row_stride(s_pi_n, T, ROW_DIV, ROWS_T)
+    s_act_n = row_stride(s_act_n, T, ROW_DIV, ROWS_T)
+    s_qt_n = row_stride(s_qt_n, T, ROW_DIV, ROWS_T)
+    s_a_n = row_stride(s_a_n, T, ROW_DIV, ROWS_T)
     # time-major storage: the divisibility of R and the time strides (launch._row_div)
     R = aligned(R, TM_DIV)
     s_r_t = aligned(s_r_t, TM_DIV)

@@ -215,6 +215,18 @@ def aligned(s, D: tl.constexpr):
 
 
 @triton.jit
+def row_stride(s, T, D: tl.constexpr, ROWS_T: tl.constexpr):
+    """A per-step tensor's row stride ``s`` as a backward kernel uses it: T itself where the
+    launcher found every per-step tensor of the call in contiguous rows of T steps
+    (``ROWS_T``, ``launch._ROWS_T``: one row offset then serves every tensor), else ``s`` shown
+    as a multiple of ``D`` (:func:`aligned`)."""
+    if ROWS_T:
+        return T
+    else:
+        return aligned(s, D)
+
+
+@triton.jit
 def clip_max(x, bound):
     """min(x, bound), NaN where x is NaN: the importance ratios' clips as SPEC's arithmetic
     (and torch.clamp) give them. ``tl.minimum`` by default returns ``bound`` for a NaN x;
