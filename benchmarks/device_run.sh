@@ -653,6 +653,14 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
         --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
+    s43-rows-t-gate)
+      # launch._ROWS_T on with session 43's plan gate (launch._rows_t_plan) against it off, twice,
+      # at s43-rows-t's shapes and a few between them, then the grid's GPU tests with it on
+      variants_ab s43_rows_t_gate 200 gae,td_lambda,discounted_returns,vtrace,retrace \
+        32768x8,32768x32,16384x64,8192x64,8192x128,16384x128,4096x128,2048x256,4096x512,1024x1024,512x2048,512x4096 \
+        off='s/^_ROWS_T = True/_ROWS_T = False/' on off2='s/^_ROWS_T = True/_ROWS_T = False/' on2 \
+        | grep -v "^$" | tail -62
+      gpu_tests 330 "test_grid or exact_t or rows_t" s43_rows_t_gate_tests.log ;;
     s43-rows-t)
       # session 42's launch._ROWS_T (prepared, off; SASS a thread 7-11% fewer on short tiles): an
       # A/B, off -> on twice, of the backward estimators at the massive and classic grids' short and

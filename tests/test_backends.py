@@ -2105,17 +2105,19 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
 
 @pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av"])
 def test_rows_t(name, monkeypatch, poisoned):
-    """``launch._ROWS_T`` on (off by default, untimed): a backward kernel's call whose every
-    per-step tensor lies in contiguous rows of T steps sees each row stride as T itself
-    (``ROWS_T``): against the float64 reference, outputs poisoned, every bootstrap form
-    (per-step next or bootstrap values among them), truncations and terminations, several rows
-    a program, whole rows and a split; per-step gamma and lam tensors too. Not taken where a
-    tensor has other strides: time-major storage, a per-row gamma broadcast along time
-    (stride 0), rewards read through a view of time stride 2, Retrace's action values ([N, T,
-    A])."""
+    """``launch._ROWS_T`` (on): a backward kernel's one-chunk call whose every per-step
+    tensor lies in contiguous rows of T steps sees each row stride as T itself (``ROWS_T``):
+    against the float64 reference, outputs poisoned, every bootstrap form (per-step next or
+    bootstrap values among them), truncations and terminations, several rows a program, whole
+    rows; per-step gamma and lam tensors too. Not taken where a tensor has other strides:
+    time-major storage, a per-row gamma broadcast along time (stride 0), rewards read through a
+    view of time stride 2, Retrace's action values ([N, T, A]); nor on a split in time (the
+    plans of ``launch._rows_t_plan``, which test_rows_t_plan checks; its tiles of
+    ``_ROWS_T_SLOWER`` are let through here, so the kernels' code is checked on them)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
-    monkeypatch.setattr(poisoned, "_ROWS_T", True)
+    assert poisoned._ROWS_T
+    monkeypatch.setattr(poisoned, "_ROWS_T_SLOWER", frozenset())  # (the kernels' code on every tile)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("ROWS_T", False))
     try:
         poisoned.clear_caches()
@@ -2140,9 +2142,38 @@ def test_rows_t(name, monkeypatch, poisoned):
         poisoned.clear_caches()
         seen.clear()
         check(make_case(name, (3, 64), seed=7), "triton")  # split in time: two passes
-        assert seen == [name != "retrace_av"], seen
+        assert seen == [False], seen
     finally:
         poisoned.clear_caches()
+
+
+def test_rows_t_plan():
+    """The plans ``ROWS_T`` is taken on (``launch._rows_t_plan``, timed in session 43): one
+    chunk a row in one pass; not a split in time or a chunk loop (Retrace 512 x 4096's
+    [1, 1024] chunks read slower), not GAE on 16 warps (one program an SM where two fitted),
+    not discounted returns' lazy cut on an [8, 128] tile, not the tiles of
+    ``launch._ROWS_T_SLOWER``; the same plans without the lazy cut, GAE's on 8 warps, Retrace's
+    and GAE's 8-step rows a thread, V-trace's [4, 64], are."""
+    from rltriton.kernels import backward, launch
+
+    ok = launch._rows_t_plan
+    td, gae, retrace = backward.td_lambda_kernel, backward.gae_kernel, backward.retrace_kernel
+    assert ok(td, 128, launch.Plan(8, 128, 2, 1, 128), {"LAZY_CUT": False})
+    assert not ok(td, 128, launch.Plan(8, 128, 2, 1, 128), {"LAZY_CUT": True})
+    assert ok(td, 64, launch.Plan(8, 64, 2, 1, 64), {"LAZY_CUT": True})
+    assert ok(td, 100, launch.Plan(2, 128, 2, 1, 100), {})
+    assert ok(gae, 2048, launch.Plan(1, 2048, 8, 1, 2048), {})
+    assert not ok(gae, 4096, launch.Plan(1, 4096, 16, 1, 4096), {})
+    assert ok(td, 4096, launch.Plan(1, 4096, 16, 1, 4096), {})
+    assert not ok(retrace, 4096, launch.Plan(1, 1024, 8, 1, 4096), {})
+    assert not ok(retrace, 4096, launch.Plan(1, 1024, 8, 4, 1024), {})
+    vtrace = backward.vtrace_kernel
+    assert not ok(vtrace, 128, launch.Plan(2, 128, 2, 1, 128), {})
+    assert ok(vtrace, 64, launch.Plan(4, 64, 2, 1, 64), {})
+    assert not ok(vtrace, 8, launch.Plan(32, 8, 1, 1, 8, lanes=True), {})
+    assert not ok(td, 8, launch.Plan(32, 8, 1, 1, 8, lanes=True), {})
+    assert ok(retrace, 8, launch.Plan(32, 8, 1, 1, 8, lanes=True), {})
+    assert ok(gae, 8, launch.Plan(32, 8, 1, 1, 8, lanes=True), {})
 
 
 INTERIOR_NAMES = ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum"]

@@ -2009,22 +2009,50 @@ def _row_div(kernel, args: list, T: int, pl: Plan) -> dict:
 # time stride 1: a caller's [N, T] tensors, and our outputs laid out like its rewards) is
 # shown to the kernel as such (_ROWS_T, the kernels' ROWS_T): each per-step row stride is then
 # T itself, one row offset serves every tensor, where each took its own multiply from its own
-# stride argument. SASS a thread (Triton 3.6, benchmarks/sass_counts.py, a prototype of session
-# 42): TD(lambda) [2, 128] on 2 warps 216 -> 192, GAE [2, 128] 240 -> 224 and [4, 64] 280 ->
-# 264, V-trace [4, 64] 296 -> 272 and [2, 128] 296 -> 264, TD(lambda) [1, 4096] on 16 warps
-# 568 -> 552. Not timed yet (session 42's device time was spent): off until an A/B on the H200
-# (benchmarks/device_run.sh s43-rows-t); tests/test_backends.py::test_rows_t checks it on.
-_ROWS_T = False
+# stride argument. SASS a thread (Triton 3.6, benchmarks/sass_counts.py): TD(lambda) [2, 128] on
+# 2 warps 216 -> 192, GAE [2, 128] 240 -> 224 and [4, 64] 280 -> 264, V-trace [4, 64] 296 -> 272
+# and [2, 128] 296 -> 264, Retrace [4, 64] 408 -> 368. Timed in session 43 (H200, an A/B off ->
+# on twice, benchmarks/results/2026-12-04-h200-s43-ab-rows-t.txt): 0.1-0.3 us faster on most
+# one-chunk rows (TD(lambda) 16384 x 128 5.7 -> 5.4, 16384 x 32 2.4 -> 2.2, GAE 4096 x 512 6.9
+# -> 6.7, V-trace 512 x 2048 6.1 -> 5.9, Retrace 8192 x 64 3.3 -> 3.0), slower on the plans
+# it is therefore not taken on (_rows_t_plan): chunk loops and time splits (Retrace 512 x 4096,
+# [1, 1024] chunks: 18.7 -> 20.4; the shared offset lives across the loop), GAE's rows on 16
+# warps (512 x 4096, [1, 4096]: 52 -> 70 registers, one program an SM where two fitted: 9.0 ->
+# 11.6), discounted returns' lazy cut on tiles of 1024 elements or more ([8, 128] on 2 warps,
+# 8192 x 128 3.1 -> 3.4, 16384 x 128 4.5 -> 4.6; 56 -> 59 registers), and the tiles of
+# _ROWS_T_SLOWER, 0.1-0.3 us slower in every run of a second A/B with the gate above
+# (2026-12-04-h200-s43-ab-rows-t-gate.txt): V-trace's [2, 128] (8192 x 128 4.4 -> 4.7 and 4.5
+# -> 4.6, 4096 x 128 3.1 -> 3.2 twice) and the 8-step rows a thread of V-trace and of
+# TD(lambda)'s kernel (32768 x 8: V-trace 2.4 -> 2.5, discounted returns 1.8 -> 1.9, each in
+# all four runs; Retrace's and GAE's gain or tie and keep it).
+_ROWS_T = True
 _ROWS_T_KERNELS = frozenset({"gae_kernel", "td_lambda_kernel", "vtrace_kernel", "retrace_kernel"})
+_ROWS_T_GAE_MAX_WARPS = 8
+_ROWS_T_LAZY_MAX_ELEMS = 512
+_ROWS_T_SLOWER = frozenset({("vtrace_kernel", 2, 128), ("vtrace_kernel", 32, 8), ("td_lambda_kernel", 32, 8)})
 
 
-def _rows_t(kernel, args: list, T: int) -> dict:
+def _rows_t_plan(kernel, T: int, pl: Plan, meta: dict) -> bool:
+    """Whether plan ``pl`` of ``kernel`` over rows of ``T`` steps is one ``ROWS_T`` gains on
+    (see ``_ROWS_T``): one chunk a row in one pass, and neither GAE on more than
+    ``_ROWS_T_GAE_MAX_WARPS`` warps nor a lazy cut on tiles of more than
+    ``_ROWS_T_LAZY_MAX_ELEMS`` elements, nor a tile of ``_ROWS_T_SLOWER``."""
+    name = kernel.fn.__name__
+    if pl.segments != 1 or pl.block_t < T or (name, pl.block_n, pl.block_t) in _ROWS_T_SLOWER:
+        return False
+    if name == "gae_kernel" and pl.num_warps > _ROWS_T_GAE_MAX_WARPS:
+        return False
+    return not (meta.get("LAZY_CUT", False) and pl.block_n * pl.block_t > _ROWS_T_LAZY_MAX_ELEMS)
+
+
+def _rows_t(kernel, args: list, T: int, pl: Plan, meta: dict) -> dict:
     """``ROWS_T`` for a launch of ``kernel`` (a kernel of ``_ROWS_T_KERNELS``) with ``args``
-    over rows of ``T`` steps (``_ROWS_T``): where every per-step tensor's (row stride, time
-    stride) is (T, 1), or (0, 0) for an absent one (its pointer the rewards', ``args[0]``, as
+    over rows of ``T`` steps by plan ``pl`` with constexprs ``meta`` (``_ROWS_T``, where
+    :func:`_rows_t_plan` allows it): where every per-step tensor's (row stride, time stride)
+    is (T, 1), or (0, 0) for an absent one (its pointer the rewards', ``args[0]``, as
     ``run_backward`` passes it: the kernel reads nothing through it). A broadcast input
     (gamma of one value a row, a stride 0) keeps its own strides: no flag."""
-    if not _ROWS_T or kernel.fn.__name__ not in _ROWS_T_KERNELS:
+    if not _ROWS_T or kernel.fn.__name__ not in _ROWS_T_KERNELS or not _rows_t_plan(kernel, T, pl, meta):
         return {}
     names = kernel.arg_names
     for i in _stride_slots(kernel, "n"):
@@ -2036,7 +2064,7 @@ def _rows_t(kernel, args: list, T: int) -> dict:
 
 def _launch(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, dtype: torch.dtype, device) -> None:
     """Issue the launches of :func:`launch_specs`; record a replayable one for :func:`record`."""
-    meta = {**meta, **_row_div(kernel, args, T, pl), **_rows_t(kernel, args, T)}
+    meta = {**meta, **_row_div(kernel, args, T, pl), **_rows_t(kernel, args, T, pl, meta)}
     specs, scratch = launch_specs(kernel, lanes, T, pl, args, meta, dtype, device)
     if _recorder is not None:
         _recorder.append((specs, scratch) if scratch is not None else None)
