@@ -653,6 +653,15 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
         --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
+    s43-tm128)
+      # V-trace's and Retrace's time-major rows of 64-128 steps (session 43's grids: 8192 x 128
+      # 2.0x and 1.75x of batch-major) on the one-chunk tiles: a warp per 8 steps, 8-row tiles,
+      # and 16384 x 128 on them too (_TM_SPLIT_BELOW 4) against the defaults
+      variants_ab s43_tm128 150 vtrace_tm,retrace_tm,retrace_av_tm \
+        4096x64,4096x128,8192x128,16384x128,32768x64 base \
+        wsteps8='s/^_TM_ONE_CHUNK_WARP_STEPS = 16/_TM_ONE_CHUNK_WARP_STEPS = 8/' \
+        rows8='s/^_TM_ONE_CHUNK_ROWS = 16/_TM_ONE_CHUNK_ROWS = 8/' \
+        below4='s/^_TM_SPLIT_BELOW = 2/_TM_SPLIT_BELOW = 4/' | grep -v "^$" | tail -18 ;;
     s43-rows-t-gate)
       # launch._ROWS_T on with session 43's plan gate (launch._rows_t_plan) against it off, twice,
       # at s43-rows-t's shapes and a few between them, then the grid's GPU tests with it on
