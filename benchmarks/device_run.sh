@@ -66,7 +66,10 @@
 #   s40-lanes8, ~9 min (carries _ab/s40/base and .peers): 8-step rows a row a thread
 #   (launch._ROW_LANES_TINY): GPU tests of the lanes and tiny tiles, an A/B, the massive grid's
 #   8-step rows;
-#   s43-rows-t, ~8 min: launch._ROWS_T (prepared in session 42, off): an A/B off -> on twice, then
+#   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
+#   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
+#   one-chunk tiles' shapes (both timed in session 43);
+#   s43-rows-t, ~8 min: launch._ROWS_T (prepared in session 42, then off): an A/B off -> on twice, then
 #   the GPU tests of the tiles it touches with it on (s43-rows-t-grid, ~5 min: the grid's);
 #   s42-tm-split, ~6 min, s42-tm-tiles, ~5 min: the time-major tiles' settings (tuned in
 #   session 6) timed again against today's kernels at the classic grid's time-major misses, as
@@ -674,10 +677,12 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       # session 42's launch._ROWS_T (prepared, off; SASS a thread 7-11% fewer on short tiles): an
       # A/B, off -> on twice, of the backward estimators at the massive and classic grids' short and
       # 512-row rows, then the GPU tests of the short tiles, exact T, splits and the grid with it on
-      # (sed in this copy of the tree, last, so the A/B's copies are made before it)
+      # (sed in this copy of the tree, last, so the A/B's copies are made before it). Session 43
+      # ran it with _ROWS_T = False in the tree and no plan gate; since then "on" is the tree's
+      # _ROWS_T with launch._rows_t_plan, and base/base2 turn it off
       variants_ab s43_rows_t 200 gae,td_lambda,discounted_returns,vtrace,retrace \
-        32768x8,16384x32,16384x64,8192x64,8192x128,16384x128,4096x512,512x2048,512x4096 base \
-        on='s/^_ROWS_T = False/_ROWS_T = True/' base2 on2='s/^_ROWS_T = False/_ROWS_T = True/' \
+        32768x8,16384x32,16384x64,8192x64,8192x128,16384x128,4096x512,512x2048,512x4096 \
+        base='s/^_ROWS_T = True/_ROWS_T = False/' on base2='s/^_ROWS_T = True/_ROWS_T = False/' on2 \
         | grep -v "^$" | tail -48
       sed -i 's/^_ROWS_T = False/_ROWS_T = True/' "$L" && grep -c "^_ROWS_T = True" "$L"
       gpu_tests 300 "lane_tiles or tiny or awkward_small or exact_t or group_scan or dr_short or td_wide or interior" \
