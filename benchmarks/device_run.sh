@@ -68,7 +68,9 @@
 #   8-step rows;
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
 #   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
-#   one-chunk tiles' shapes (both timed in session 43);
+#   one-chunk tiles' shapes; s43-vtrace-lanes64, ~1 min, and s43-vtrace-lanes64-check, ~2 min:
+#   V-trace's 64-step rows on the lanes tiles, then as shipped with its GPU tests (all timed in
+#   session 43);
 #   s43-rows-t, ~8 min: launch._ROWS_T (prepared in session 42, then off): an A/B off -> on twice, then
 #   the GPU tests of the tiles it touches with it on (s43-rows-t-grid, ~5 min: the grid's);
 #   s42-tm-split, ~6 min, s42-tm-tiles, ~5 min: the time-major tiles' settings (tuned in
@@ -656,6 +658,23 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
         --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
+    s43-vtrace-lanes64-check)
+      # as shipped (launch._ROW_LANES_WHOLE: 64 steps exactly, at most 16 programs an SM) against
+      # V-trace without its 64-step lanes tiles, then V-trace's GPU tests of the grid and tiles
+      variants_ab s43_vtrace_lanes64_check 90 vtrace 4096x64,8192x64,16384x64,32768x64,16384x48,8192x128 \
+        off="s/^_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 64,/_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 32,/" \
+        on | grep -v "^$" | tail -8
+      gpu_tests 170 "vtrace and (grid or lane or exact_t or rows_t or awkward)" s43_vtrace_lanes64_tests.log ;;
+    s43-vtrace-lanes64)
+      # V-trace's 64-step rows on the lanes tiles (session 18 lost with [8, 64] on 2 warps; Retrace's
+      # sampled form gained on [4, 64] on one warp in session 23): SASS a thread (Triton 3.6) 424
+      # for 8 elements (53 an element, no barrier) against [4, 64] on 2 warps' 272 for 4 (68)
+      variants_ab s43_vtrace_lanes64 150 vtrace,vtrace_tm 4096x64,8192x64,16384x64,32768x64,16384x48 base \
+        w1="s/^_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 32,/_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 64,/; s/^_ROW_LANES_SHAPES: dict\[str, dict\[int, tuple\[int, int\]\]\] = {/&\"vtrace\": {64: (1, 1)}, /" \
+        w2="s/^_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 32,/_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 64,/" \
+        base2 w1b="s/^_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 32,/_ROW_LANES_MAX_T = {\"gae\": 32, \"td_lambda\": 64, \"vtrace\": 64,/; s/^_ROW_LANES_SHAPES: dict\[str, dict\[int, tuple\[int, int\]\]\] = {/&\"vtrace\": {64: (1, 1)}, /" \
+        | grep -v "^$" | tail -12
+      grep -h "^_ROW_LANES_MAX_T\|^_ROW_LANES_SHAPES" _ab/s43_vtrace_lanes64/*/$L ;;
     s43-tm128)
       # V-trace's and Retrace's time-major rows of 64-128 steps (session 43's grids: 8192 x 128
       # 2.0x and 1.75x of batch-major) on the one-chunk tiles: a warp per 8 steps, 8-row tiles,

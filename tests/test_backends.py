@@ -1463,6 +1463,7 @@ def test_lane_tiles(name, lanes_last, shapes, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0)
     monkeypatch.setattr(poisoned, "_ROW_LANES_MAX_T", dict.fromkeys(poisoned._FORMS, 64))
     monkeypatch.setattr(poisoned, "_ROW_LANES_SHAPES", own)
+    monkeypatch.setattr(poisoned, "_ROW_LANES_WHOLE", {})  # (every row length on every tile)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw["GROUP_TILES"], pl.lanes, pl.block_n, pl.block_t))
     poisoned.clear_caches()
     try:
@@ -1823,6 +1824,21 @@ def test_lane_tiles_reach(monkeypatch):
     assert _row_lanes_plan(32768, 8, sms, "gae") is None
     monkeypatch.setattr(launch, "_ROW_LANES", False)
     assert _row_lanes_plan(32768, 32, sms, "gae") is None
+    # V-trace's 64-step tiles (_ROW_LANES_WHOLE): rows of exactly 64 steps on at most 16
+    # programs an SM; its 16- and 32-step tiles take any row length
+    monkeypatch.setattr(launch, "_ROW_LANES", True)
+    monkeypatch.setattr(launch, "_ROW_LANES_MAX_T", {"vtrace": 64})
+    monkeypatch.setattr(launch, "_ROW_LANES_SHAPES", {})
+    monkeypatch.setattr(launch, "_ROW_LANES_WHOLE", {"vtrace": (64, 16.0)})
+    launch.clear_caches()
+    assert tuple(plan_for(16384, 64, cpu, form="vtrace"))[:3] == (8, 64, 2)
+    assert plan_for(8 * sms, 64, cpu, form="vtrace").lanes  # one program an SM
+    assert _row_lanes_plan(8 * 16 * sms, 64, sms, "vtrace") is not None
+    assert _row_lanes_plan(8 * 16 * sms + 8, 64, sms, "vtrace") is None  # past 16 programs an SM
+    assert not plan_for(32768, 64, cpu, form="vtrace").lanes  # 31 programs an SM
+    assert not plan_for(16384, 48, cpu, form="vtrace").lanes  # not exactly 64 steps
+    assert not plan_for(16384, 63, cpu, form="vtrace").lanes
+    assert plan_for(16384, 20, cpu, form="vtrace").lanes  # 32-step tiles, padded
     launch.clear_caches()
 
 

@@ -245,7 +245,7 @@ def test_lane_tiles(shape, name, dtype, shapes, monkeypatch):
 
     own = {} if shapes == "warps" else dict.fromkeys(launch._FORMS, {16: (1, 2), 32: (1, 2), 64: (1, 1)})
     settings = {"_ROW_LANES": True, "_ROW_LANES_MIN_PROGRAMS": 0, "_ROW_LANES_MAX_T": dict.fromkeys(launch._FORMS, 64),
-                "_ROW_LANES_SHAPES": own}
+                "_ROW_LANES_SHAPES": own, "_ROW_LANES_WHOLE": {}}
     k = [(32768, 16), (4500, 32), (9000, 63), (1000, 33), (300, 20), (8448, 64)].index(shape)
     used = _forced(monkeypatch, settings, name, shape, 12, "lanes", lambda pl, kw: kw["GROUP_TILES"], dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])

@@ -753,7 +753,7 @@ _FLAT_SEGMENTED = True
 # 7 timed within 1.25x of the floor for GAE and V-trace at most shapes.
 _ROW_LANES = _triton_version() < (3, 7)
 _ROW_LANES_MIN_T = 16
-_ROW_LANES_MAX_T = {"gae": 32, "td_lambda": 64, "vtrace": 32, "retrace": 64}
+_ROW_LANES_MAX_T = {"gae": 32, "td_lambda": 64, "vtrace": 64, "retrace": 64}
 _ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
 # A form's own (warps, rows a lane holds of each of its rows' lanes) by the tile's steps, in
 # place of _ROW_LANES_WARPS's warps and one row. Retrace's sampled form (SWEEP_LANES=1
@@ -761,6 +761,17 @@ _ROW_LANES_WARPS = {16: 4, 32: 4, 64: 2}  # by the tile's steps; 4 otherwise
 # warp: 16384 x 64 6.2 -> 4.5 ([4, 64]; 5.2 on 2 warps), 8192 x 64 3.9 -> 3.4, 32768 x 32
 # 5.4 -> 4.7 ([8, 32], two rows a lane; 5.1 on 2 warps), 16384 x 32 3.9 -> 3.3.
 _ROW_LANES_SHAPES: dict[str, dict[int, tuple[int, int]]] = {"retrace": {16: (1, 2), 32: (1, 2), 64: (1, 1)}}
+# A form's tiles of this many steps (_ROW_LANES_WHOLE[form] = (steps, most programs an SM))
+# for rows of exactly that many steps only, on at most that many programs an SM. V-trace's
+# 64-step rows on [8, 64] on 2 warps (SASS a thread, Triton 3.6: 424 for 16 elements, no
+# barrier, against the flat [4, 64] on 2 warps' 272 for 4): H200, Triton 3.6 (benchmarks/ab.py,
+# 2026-12-04-h200-s43-ab-vtrace-lanes64.txt; two runs of [4, 64] on one warp, one of [8, 64]
+# on 2, alike), device us: 8192 x 64 3.7 -> 3.3, 16384 x 64 5.7 -> 5.0 and 5.6 -> 5.0, 4096 x
+# 64 2.5 -> 2.5; but 32768 x 64 (32 programs an SM) 10.1 -> 10.8 and 10.2 -> 10.8, and rows of
+# 48 steps in the 64-step tile 4.5 -> 5.7 (16384 x 48), as session 18 had found at 64 steps.
+# As shipped (-s43-ab-vtrace-lanes64-check.txt): 8192 x 64 3.7 -> 3.3, 16384 x 64 5.6 -> 5.0;
+# 4096 x 64, 32768 x 64, 16384 x 48 and 8192 x 128 within 0.1.
+_ROW_LANES_WHOLE: dict[str, tuple[int, float]] = {"vtrace": (64, 16.0)}
 _ROW_LANES_MIN_PROGRAMS = 1.0
 # Rows of exactly _ROW_LANES_TINY_T (8) steps take lanes tiles of one lane a row (a row a
 # thread, scan.lanes_per_row): each thread reads its row's two groups as two 16-byte accesses
@@ -834,6 +845,10 @@ def _row_lanes_plan(R: int, T: int, sms: int, form: str | None, wide_lanes: floa
         return None
     block_n = 32 * warps * per_lane // lanes_per_row(p2)
     if _cdiv(R, block_n) < min_programs * sms:
+        return None
+    whole = _ROW_LANES_WHOLE.get(form)
+    if whole is not None and wide_lanes is None and p2 >= whole[0] \
+            and (T != whole[0] or _cdiv(R, block_n) > whole[1] * sms):
         return None
     return Plan(block_n, p2, warps, 1, p2, lanes=True)
 
