@@ -66,6 +66,8 @@
 #   s40-lanes8, ~9 min (carries _ab/s40/base and .peers): 8-step rows a row a thread
 #   (launch._ROW_LANES_TINY): GPU tests of the lanes and tiny tiles, an A/B, the massive grid's
 #   8-step rows;
+#   s44-grid, ~3 min (carry .peers): the harness's V-trace and TD(lambda) rows after session 43;
+#   s44-td128, ~1.5 min: TD(lambda)'s 128-step lanes tiles from fewer programs an SM;
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
 #   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
 #   one-chunk tiles' shapes; s43-vtrace-lanes64, ~1 min, and s43-vtrace-lanes64-check, ~2 min:
@@ -658,6 +660,21 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
         --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
+    s44-grid)
+      # the harness's classic and massive rows of V-trace and TD(lambda) after session 43's V-trace
+      # 64-step lanes tiles (A/B only in session 43), against rl-triton (carry .peers; ~3 min)
+      timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic,massive \
+        --estimators vtrace,td_lambda --time-major --peers rl-triton --max-minutes 5 --no-plots \
+        --tag s44-vtrace-td --out "$OUT" 2>&1 | tail -6 ;;
+    s44-td128)
+      # TD(lambda) 8192 x 128 (1.41x of the floor kernel, the massive grid's last miss but V-trace's):
+      # its 128-step lanes tiles from fewer programs an SM (session 29 had 8192 x 128 4.1 -> 3.9 on
+      # them, then bounded them at 10 an SM), with today's row stride and constant T
+      variants_ab s44_td128 150 td_lambda,discounted_returns 4096x128,8192x128,12288x128,16384x128,8192x100 base \
+        min7='s/^_TD_WIDE_LANES_MIN_PROGRAMS = 10.0/_TD_WIDE_LANES_MIN_PROGRAMS = 7.0/' \
+        min3='s/^_TD_WIDE_LANES_MIN_PROGRAMS = 10.0/_TD_WIDE_LANES_MIN_PROGRAMS = 3.0/' \
+        base2 min7b='s/^_TD_WIDE_LANES_MIN_PROGRAMS = 10.0/_TD_WIDE_LANES_MIN_PROGRAMS = 7.0/' \
+        | grep -v "^$" | tail -12 ;;
     s43-vtrace-lanes64-check)
       # as shipped (launch._ROW_LANES_WHOLE: 64 steps exactly, at most 16 programs an SM) against
       # V-trace without its 64-step lanes tiles, then V-trace's GPU tests of the grid and tiles

@@ -76,10 +76,11 @@ MODES = {
     # the initial carry folded into PHASE 2's sum of products (launch._CARRY_FOLD_INIT)
     "carry-fold": dict(split=True, _CARRY_FOLD_INIT=launch._CARRY_FOLD_FORMS),
     # rows across lanes (launch._ROW_LANES) for every form, at 40 steps: two columns of groups
-    "lanes": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0,
+    # (_ROW_LANES_WHOLE lifted: V-trace's 64-step tiles on rows of 40 steps too)
+    "lanes": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0, _ROW_LANES_WHOLE={},
                   _ROW_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace", "retrace_actions"), 64)),
     # the same with the tile's other axis order (scan.LANES_LAST: Triton 3.6's and 3.8's)
-    "lanes-other-order": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0,
+    "lanes-other-order": dict(small=False, _ROW_LANES=True, _ROW_LANES_MIN_PROGRAMS=0, _ROW_LANES_WHOLE={},
                               _ROW_LANES_MAX_T=dict.fromkeys(("gae", "td_lambda", "vtrace", "retrace",
                                                               "retrace_actions"), 64), other_order=True),
     # time-major rows along the lanes, time along the warps (launch._TM_LANES, GROUP_TILES = 5)
