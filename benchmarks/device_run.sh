@@ -68,6 +68,7 @@
 #   8-step rows;
 #   s44-grid, ~3 min (carry .peers): the harness's V-trace and TD(lambda) rows after session 43;
 #   s44-td128, ~1.5 min: TD(lambda)'s 128-step lanes tiles from fewer programs an SM;
+#   s44-tm128-lagged, ~3 min: V-trace's and Retrace's time-major 128-step rows on the narrow lanes tiles;
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
 #   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
 #   one-chunk tiles' shapes; s43-vtrace-lanes64, ~1 min, and s43-vtrace-lanes64-check, ~2 min:
@@ -675,6 +676,17 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
         min3='s/^_TD_WIDE_LANES_MIN_PROGRAMS = 10.0/_TD_WIDE_LANES_MIN_PROGRAMS = 3.0/' \
         base2 min7b='s/^_TD_WIDE_LANES_MIN_PROGRAMS = 10.0/_TD_WIDE_LANES_MIN_PROGRAMS = 7.0/' \
         | grep -v "^$" | tail -12 ;;
+    s44-tm128-lagged)
+      # V-trace's and Retrace's time-major 128-step rows (1.57-2.01x of batch-major, session 43)
+      # on the narrow time-major lanes tiles ([32, 128], K = 8 on 16 warps or 4 on 32) instead
+      # of the one-chunk time-major tiles ([16, 128] on 8 warps: 1128 SASS a thread for V-trace,
+      # 120 of them LDS; the lanes tiles 776 on 121 registers, K = 4 440 on 64; Triton 3.6,
+      # benchmarks/sass_counts.py). Session 23 timed only the 64-row tiles at 128 steps (207
+      # registers); the narrow tiles came in session 25. GPU tests: test_tm_lanes_tiles forces them
+      variants_ab s44_tm128l 240 vtrace_tm,retrace_tm 2048x128,4096x128,8192x128,16384x128,32768x128,8192x100 base \
+        k8='s/"vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4}, {64: dict(/"vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4, 128: 8}, {128: dict(narrow=float("inf")), 64: dict(/; s/"retrace": _tm_tiles({\*\*_TM_SHORT_K, 64: 4}, {64: dict(narrow=2.0)})/"retrace": _tm_tiles({**_TM_SHORT_K, 64: 4, 128: 8}, {64: dict(narrow=2.0), 128: dict(narrow=float("inf"))})/' \
+        k4='s/"vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4}, {64: dict(/"vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4, 128: 4}, {128: dict(narrow=float("inf")), 64: dict(/; s/"retrace": _tm_tiles({\*\*_TM_SHORT_K, 64: 4}, {64: dict(narrow=2.0)})/"retrace": _tm_tiles({**_TM_SHORT_K, 64: 4, 128: 4}, {64: dict(narrow=2.0), 128: dict(narrow=float("inf"))})/' \
+        base2 | grep -v "^$" | tail -16 ;;
     s43-vtrace-lanes64-check)
       # as shipped (launch._ROW_LANES_WHOLE: 64 steps exactly, at most 16 programs an SM) against
       # V-trace without its 64-step lanes tiles, then V-trace's GPU tests of the grid and tiles
