@@ -48,6 +48,7 @@ from rltriton.kernels.scan import (
     clip_max,
     compose,
     constant_chunk_map,
+    exact_t,
     group_order,
     interior_chunk,
     load_coef,
@@ -412,9 +413,7 @@ def td_lambda_kernel(
     # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
     # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
-    if EXACT_T:
-        tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
-        T = BLOCK_T
+    T = exact_t(T, BLOCK_T, EXACT_T, PHASE, ONE_CHUNK)
     s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
     s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
     s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
@@ -435,10 +434,8 @@ def td_lambda_kernel(
     s_o_t = aligned(s_o_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP, PDL=PDL,
+        GROUP_TILES, CARRY_PROD, True, SEG_FLIP=SEG_FLIP, PDL=PDL, EXACT_T=EXACT_T,
     )
-    if EXACT_T:  # (PHASE 0's grid axis 1 is one wide)
-        seg = 0
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     # EDGE_CARRY (launch._EDGE_CARRY): discounted returns (no values, so lam is 1; nv is
@@ -584,9 +581,7 @@ def vtrace_kernel(
     # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
     # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
-    if EXACT_T:  # (td_lambda_kernel's EXACT_T)
-        tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
-        T = BLOCK_T
+    T = exact_t(T, BLOCK_T, EXACT_T, PHASE, ONE_CHUNK)
     s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
     s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
     s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
@@ -611,10 +606,8 @@ def vtrace_kernel(
     s_pg_t = aligned(s_pg_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL, EXACT_T=EXACT_T,
     )
-    if EXACT_T:  # (PHASE 0's grid axis 1 is one wide)
-        seg = 0
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     inside = False
@@ -843,9 +836,7 @@ def retrace_kernel(
     # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
     # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
-    if EXACT_T:  # (td_lambda_kernel's EXACT_T)
-        tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
-        T = BLOCK_T
+    T = exact_t(T, BLOCK_T, EXACT_T, PHASE, ONE_CHUNK)
     s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
     s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
     s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
@@ -878,10 +869,8 @@ def retrace_kernel(
     s_a_t = aligned(s_a_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL, EXACT_T=EXACT_T,
     )
-    if EXACT_T:  # (PHASE 0's grid axis 1 is one wide)
-        seg = 0
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1
     inside = False

@@ -227,6 +227,18 @@ def row_stride(s, T, D: tl.constexpr, ROWS_T: tl.constexpr):
 
 
 @triton.jit
+def exact_t(T, BLOCK_T: tl.constexpr, EXACT_T: tl.constexpr, PHASE: tl.constexpr, ONE_CHUNK: tl.constexpr):
+    """A row's length as a backward kernel uses it: the constant BLOCK_T under ``EXACT_T``
+    (``launch._exact_t``: one pass whose one chunk is exactly the row), so the tests against T
+    fold away, else the runtime ``T``."""
+    if EXACT_T:
+        tl.static_assert(PHASE == 0 and ONE_CHUNK, "EXACT_T: one pass, one chunk a row")
+        return BLOCK_T
+    else:
+        return T
+
+
+@triton.jit
 def clip_max(x, bound):
     """min(x, bound), NaN where x is NaN: the importance ratios' clips as SPEC's arithmetic
     (and torch.clamp) give them. ``tl.minimum`` by default returns ``bound`` for a NaN x;
@@ -1180,18 +1192,20 @@ def segment_zero(PHASE, BLOCK_T, TIME_MAJOR, TILE):
 def segment_setup(R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
                   PHASE: tl.constexpr, S_BLOCK: tl.constexpr, DT: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   TIME_MAJOR: tl.constexpr, GROUP_TILES: tl.constexpr = False, PROD: tl.constexpr = False,
-                  CUT: tl.constexpr = False, SEG_FLIP: tl.constexpr = False, PDL: tl.constexpr = False):
+                  CUT: tl.constexpr = False, SEG_FLIP: tl.constexpr = False, PDL: tl.constexpr = False,
+                  EXACT_T: tl.constexpr = False):
     """The start of a backward kernel: its rows and segment (:func:`program_tile`), the row
     mask, the summary strides (:func:`summary_strides`), and the carry entering the segment
     (0, or from the summaries in PHASE 2; with ONE_CHUNK, :func:`scan_step` reads the
     summaries instead, after the tile's loads). With ``GROUP_TILES = 3`` (PHASE 0, one
     chunk) the rows are per group (:func:`chunk_tile`) and the carry is a single 0.
-    ``PDL``: :func:`grid_dependency` first."""
+    ``PDL``: :func:`grid_dependency` first. ``EXACT_T`` (:func:`exact_t`): the segment is the
+    constant 0, as PHASE 0's grid axis 1 is one wide."""
     grid_dependency(PHASE, PDL)
     FLAT: tl.constexpr = GROUP_TILES == 3
     rows, seg, n_segs, n_chunks = program_tile(R, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, True, TIME_MAJOR, FLAT,
                                                SEG_FLIP, GROUP_TILES == 5)
-    if segment_zero(PHASE, BLOCK_T, TIME_MAJOR, BLOCK_T == 8 and (GROUP_TILES == 4 or not GROUP_TILES)):
+    if EXACT_T or segment_zero(PHASE, BLOCK_T, TIME_MAJOR, BLOCK_T == 8 and (GROUP_TILES == 4 or not GROUP_TILES)):
         # (8-step tiles in time order, the tiny tiles, or as lanes (GROUP_TILES = 4); not the
         # 4-step tiles nor the descending tiles of rows of 5-7 steps: see segment_zero)
         seg = 0
