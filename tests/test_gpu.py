@@ -560,10 +560,10 @@ def test_dr_short_tiles(shape, bootstrap, monkeypatch, poisoned):
 def test_td_wide_lanes(name, shape, monkeypatch, poisoned):
     """TD(lambda) and discounted returns on rows of 128 steps with a last_value and
     terminations take the lanes tiles [8, 128] on 2 warps with T a constant
-    (launch._TD_WIDE_LANES) up to 40 MB a call, TD(lambda) from 10 programs an SM, discounted
+    (launch._TD_WIDE_LANES) up to 40 MB a call, TD(lambda) from 7 programs an SM, discounted
     returns from 3 (launch._DR_WIDE_LANES_MIN_PROGRAMS) and without the cut
     (launch._TD_LAZY_CUT_WIDE): against the float64 reference, on a row count that is no
-    multiple of the tile (24001); TD(lambda) of 4096 and 8192 rows (below 10 programs an SM)
+    multiple of the tile (24001); TD(lambda) of 4096 rows (below 7 programs an SM)
     and of 32768 rows (54 MB) keeps its tiles, discounted returns (38 MB at 32768) take them;
     with truncations neither does."""
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_n, pl.block_t, pl.num_warps, pl.lanes,
@@ -573,7 +573,7 @@ def test_td_wide_lanes(name, shape, monkeypatch, poisoned):
         case = on_gpu(make_case(name, shape, seed=shape[0] + 5, flags="terminated"))
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} 128-step lanes tiles")
         dr = name == "discounted_returns"
-        wide = dr or 12288 <= shape[0] < 32768
+        wide = dr or 8192 <= shape[0] < 32768
         assert (seen[-1][:5] == (8, 128, 2, True, True)) is wide, seen
         assert seen[-1][5] is (wide and dr), seen
         both = on_gpu(make_case(name, shape, seed=shape[0] + 6, flags="both"))

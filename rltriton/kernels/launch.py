@@ -807,7 +807,12 @@ _ROW_LANES_TINY_WARPS = 1
 _TD_WIDE_LANES = True
 _TD_WIDE_LANES_T = 128
 _TD_WIDE_LANES_WARPS = 2
-_TD_WIDE_LANES_MIN_PROGRAMS = 10.0  # programs an SM ([8, 128] tiles: 10560 rows on 132 SMs)
+# TD(lambda) from 7 programs an SM since session 45 (7392 rows on 132 SMs; 10 before, from
+# session 29): H200, Triton 3.6, device us, 10 -> 7, two runs (benchmarks/ab.py,
+# 2026-12-04-h200-s45-ab-td128.txt): TD(lambda) 8192 x 128 4.2 -> 3.7 and 4.1 -> 3.8 (the
+# massive grid's 1.40x of the floor kernel); 4096 x 128 (3.9 an SM) stays off, as from 3 an SM
+# it lost (2.6 -> 2.9); 12288 and 16384 x 128, and rows of 100 steps, unchanged.
+_TD_WIDE_LANES_MIN_PROGRAMS = 7.0  # programs an SM ([8, 128] tiles)
 _TD_WIDE_LANES_MAX_BYTES = 40_000_000  # bytes of per-step data a call reads and writes
 # Discounted returns take the same tiles from _DR_WIDE_LANES_MIN_PROGRAMS programs an SM, and
 # scan them without the cut (the forms of _TD_LAZY_CUT_WIDE: LAZY_CUT, a second pass with the
