@@ -1682,7 +1682,8 @@ def test_tm_lanes_chunks(name, segments, monkeypatch, poisoned):
 def test_tm_lanes_tiles_reach(monkeypatch):
     """The time-major lanes tiles (launch._tm_lanes_plan) as launch._TM_LANES_TILES ships them:
     time-major rows of 5 to 128 steps (GAE, TD(lambda), the forward scans; V-trace and
-    Retrace up to 64; the action form 17 to 64) with rows for a quarter of the SMs' 64-row
+    Retrace up to 64, to 128 as narrow tiles only; the action form 17 to 64) with rows for a
+    quarter of the SMs' 64-row
     programs or more, at 128 steps at most two an SM, V-trace's 64-step tiles on 0.75 to 2, the
     action form's from 0.75: not batch-major rows, not 4-step rows, not rows too few, not a form
     without tiles, not float64 arithmetic (no form then), not with ``_TM_LANES`` off. Steps a
@@ -1708,6 +1709,7 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert plan_for(16384, 5, cpu, time_major=True, form="gae").tm_lanes  # an 8-step tile, padded
     assert not plan_for(16384, 129, cpu, time_major=True, form="gae").tm_lanes
     assert not plan_for(16384, 65, cpu, time_major=True, form="vtrace").tm_lanes  # V-trace: up to 64
+    assert not plan_for(8192, 128, cpu, time_major=True, form="vtrace").tm_lanes  # (128: narrow only)
     assert not plan_for(16384, 65, cpu, time_major=True, form="retrace").tm_lanes
     assert plan_for(16384, 32, cpu, time_major=True, form="forward").tm_lanes  # the forward scans
     assert not plan_for(16384, 32, cpu, time_major=True, form=None).tm_lanes  # float64
@@ -1759,7 +1761,16 @@ def test_tm_lanes_tiles_reach(monkeypatch):
     assert {k for k, rows in narrow.items() if rows == 32} == {
         ("gae", 4096, 64), ("gae", 8192, 64), ("gae", 4096, 128), ("td_lambda", 4096, 64), ("td_lambda", 8192, 64),
         ("td_lambda", 4096, 128), ("td_lambda", 8192, 128), ("vtrace", 8192, 64), ("vtrace", 16384, 64),
-        ("retrace", 4096, 64), ("retrace", 8192, 64), ("forward", 4096, 128)}, narrow
+        ("retrace", 4096, 64), ("retrace", 8192, 64), ("forward", 4096, 128), ("vtrace", 4096, 128),
+        ("vtrace", 8192, 128), ("retrace", 4096, 128), ("retrace", 8192, 128)}, narrow
+    # V-trace's and Retrace's 128-step tiles (narrow only): 0.45 to 1 program of 64 rows an SM,
+    # 8 steps a thread (16 warps); not the action form's
+    for form in ("vtrace", "retrace"):
+        pl = _tm_lanes_plan(64 * sms, 128, sms, form)
+        assert (pl.block_n, pl.num_warps) == (32, 16), (form, pl)
+        assert _tm_lanes_plan(64 * sms + 1, 128, sms, form) is None
+        assert _tm_lanes_plan(64 * 60, 100, sms, form) and not _tm_lanes_plan(64 * 59, 128, sms, form)
+    assert _tm_lanes_plan(64 * sms, 128, sms, "retrace_actions") is None
     assert set(narrow.values()) == {32, 64}
     assert _tm_lanes_plan(32 * 2 * sms, 64, sms, "gae").block_n == 32
     assert _tm_lanes_plan(32 * 2 * sms + 32, 64, sms, "gae").block_n == 64
@@ -2009,6 +2020,35 @@ def test_tm_long_tiles(monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["vtrace", "retrace"])
+def test_tm_lanes_lagged_128(name, monkeypatch, poisoned):
+    """V-trace's and Retrace's (sampled) 128-step time-major lanes tiles as shipped (narrow
+    only, 8 steps a thread on 16 warps; Triton < 3.7, ``launch._TM_LANES_NARROW``, set here)
+    on 2 SMs, where they run from 0.45 to 1 program of 64 rows an SM (58 to 128 rows): against
+    the float64 reference with outputs poisoned, rows of 128 and of 100 steps (padded inside
+    the tile), a last program part empty, the bootstrap forms and truncations in turn, float32
+    and bfloat16 inputs; 129 rows (past the bound) keep the time-major tiles."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
+    monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", True)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, pl.block_t, pl.num_warps))
+    try:
+        poisoned.clear_caches()
+        for i, (shape, bootstrap, flags, dtype, taken) in enumerate([
+                ((128, 128), "last_value", "both", torch.float32, True),
+                ((70, 100), "bootstrap_values", "terminated", torch.float32, True),
+                ((58, 128), "none", "truncated", torch.float32, True),
+                ((96, 128), "next_values", "both", torch.bfloat16, True),
+                ((129, 128), "last_value", "both", torch.float32, False)]):
+            check(make_case(name, shape, seed=60 + i, time_major=True, bootstrap=bootstrap, flags=flags, dtype=dtype),
+                  "triton")
+            assert (seen[-1] == (True, 32, 128, 16)) is taken, (name, shape, seen[-1])
+            assert taken or not seen[-1][0], (name, shape, seen[-1])
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("narrow", [True, False], ids=["triton-3.6", "triton-3.8"])
 def test_tm_long_tiles_bounds(narrow, monkeypatch):
     """The bounds of ``launch._TM_LONG_TILES`` on the H200's 132 SMs, as timed (programs of 64
@@ -2057,16 +2097,19 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
     Retrace's action form (the same kernel) and GAE never. The time-major tiles, rows of 100 steps (a padded
     chunk) and split rows do not take it. ``triton-3.6``: the tile forms the H200's Triton takes
     (two-level group scan, lanes tiles from any number of programs, descending tiles of up to
-    8 steps)."""
+    8 steps, narrow time-major lanes tiles)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     if forms == "triton-3.6":
         monkeypatch.setattr(poisoned, "_GROUP_TILES", False)
         monkeypatch.setattr(poisoned, "_ROW_LANES", True)
         monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0.0)
+        monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", True)
     td_kernel = name in ("td_lambda", "discounted_returns")
-    # (the tile lengths of the form's time-major lanes tiles)
-    lane_tiles = poisoned._TM_LANES_TILES["td_lambda" if td_kernel else name]
+    # (the tile lengths of the form's time-major lanes tiles; narrow-only ones where the narrow
+    # tiles are)
+    lane_tiles = {bt for bt, t in poisoned._TM_LANES_TILES["td_lambda" if td_kernel else name].items()
+                  if poisoned._TM_LANES_NARROW or not t.narrow_only}
     bound = {"vtrace": 128}.get(name, 1 << 30)
 
     def expect(time_major: bool, tm_lanes: bool, T: int) -> bool:

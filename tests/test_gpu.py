@@ -624,6 +624,33 @@ def test_tm_lanes_narrow_128(name, shape, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ["vtrace", "retrace"])
+@pytest.mark.parametrize("shape", [(3840, 128), (8448, 100), (8449, 128), (3776, 128)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tm_lanes_lagged_128(name, shape, dtype, monkeypatch, poisoned):
+    """V-trace's and Retrace's (sampled) 128-step time-major lanes tiles as shipped (session
+    45): narrow only (32 rows a program, 8 steps a thread on 16 warps; Triton < 3.7), from 0.45
+    to 1 program of 64 rows an SM on 132 SMs (3840 to 8448 rows): against the float64
+    reference with outputs poisoned, rows of 100 steps padded inside the tile, a last program
+    part empty (8448 = 264 programs of 32 rows, 3840 = 120), the bootstrap forms in turn,
+    float32 and bfloat16 inputs; 8449 rows (past the bound), 3776 (below it) and Triton 3.7 or
+    later (no narrow tiles) keep the time-major tiles."""
+    from rltriton.kernels import launch
+
+    k = [(3840, 128), (8448, 100), (8449, 128), (3776, 128)].index(shape)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, pl.block_t, pl.num_warps))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, flags="both", seed=shape[0] + 11, dtype=dtype, bootstrap=BOOTSTRAP_FORMS[k])
+        _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} {dtype} time-major lanes tiles")
+        taken = launch._TM_LANES_NARROW and k < 2
+        assert (seen[-1] == (True, 32, 128, 16)) is taken, seen
+        assert taken or not seen[-1][0], seen
+    finally:
+        poisoned.clear_caches()
+
+
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
 # (steps, steps a thread) or None); launch._TM_LONG_TILES' bounds on 132 SMs
 _TM_LONG_GPU = [

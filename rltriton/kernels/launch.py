@@ -883,7 +883,8 @@ class TmLanesTile(NamedTuple):
     ``few[0]`` programs an SM; narrow (``_TM_LANES_NARROW_ROWS`` rows a program) while those
     programs are at most ``narrow`` an SM. ``edge``: the bounds (programs an SM, as
     ``min_programs`` and ``max_programs``) for discounted returns to the window edge
-    (``_DR_TM_LANES_ANY``); None: ``min_programs`` and no upper bound."""
+    (``_DR_TM_LANES_ANY``); None: ``min_programs`` and no upper bound. ``narrow_only``: taken
+    as the narrow tiles only (``_TM_LANES_NARROW``, Triton < 3.7), never on 64-row programs."""
 
     min_programs: float
     max_programs: float
@@ -891,6 +892,7 @@ class TmLanesTile(NamedTuple):
     few: tuple[float, int] | None = None
     narrow: float = 0.0
     edge: tuple[float, float] | None = None
+    narrow_only: bool = False
 
 
 def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
@@ -935,8 +937,9 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #   (2026-12-02-h200-s23-ab-tm-lanes-lagged.txt): Retrace 16384 x 64 7.9 -> 5.6, 32768 x 64 15.4
 #   -> 14.8, 8192 x 64 4.6 -> 4.4, 4096 x 64 3.4 -> 3.3; V-trace 16384 x 64 10.3 -> 7.2, 8192 x
 #   64 4.4 -> 4.4, but 32768 x 64 13.3 -> 18.2 and 4096 x 64 3.5 -> 3.8, hence its 0.75 to 2
-#   programs an SM there. No 128-step tiles: with K = 4 (32 warps) or 8 they lost at most shapes
-#   (Retrace 16384 x 128 14.7 -> 17.6 and 18.8; V-trace 16384 x 128 18.4 -> 27.8). V-trace's
+#   programs an SM there. No 64-row 128-step tiles: with K = 4 (32 warps) or 8 they lost at most
+#   shapes (Retrace 16384 x 128 14.7 -> 17.6 and 18.8; V-trace 16384 x 128 18.4 -> 27.8); the
+#   narrow ones came in session 45 (below). V-trace's
 #   shorter tiles take K = 2, twice the warps (same file), 4 -> 2: 4096 x 8 1.8 -> 1.5, 32768 x 8
 #   2.8 -> 2.5, 16384 x 16 2.9 -> 2.7, 8192 x 32 3.2 -> 2.9, 32768 x 32 6.4 -> 6.1, none slower;
 #   Retrace's were mixed with 2 (32768 x 32 4.9 -> 6.0).
@@ -952,15 +955,28 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #   2026-12-04-h200-s41-ab-tm-dr128.txt), time-major 8192 x 128, 64 -> 32 rows: discounted
 #   returns 4.1 -> 3.8 us (batch-major 3.1), TD(lambda) 4.6 -> 4.5; 4096 x 128 (32 rows before)
 #   and 16384 x 128 (past the bound) within 0.1. K = 4 there lost (16384 x 128 5.2 -> 7.0).
+# - V-trace's and Retrace's (sampled) 128-step tiles since session 45: narrow only
+#   (``narrow_only``; the 64-row ones of session 23 above, 207 registers, lost), K = 8 on 16
+#   warps, 121 registers and 776 SASS instructions a thread for V-trace against the time-major
+#   one-chunk tiles' 1128, 120 of them shared-memory loads of layout conversions (Triton 3.6,
+#   benchmarks/sass_counts.py). Time-major, device us, one-chunk tiles -> these (benchmarks/ab.py,
+#   2026-12-04-h200-s45-ab-tm128-lagged.txt; the base twice, alike): V-trace 4096 x 128 5.3 ->
+#   4.7, 8192 x 128 9.0 -> 7.5, 8192 x 100 8.3 -> 7.1; Retrace 4.5 from 5.2, 7.2 from 8.2, 6.8
+#   from 7.5; at 16384 x 128 (1.9 programs of 64 rows an SM) they lost (V-trace 18.4 -> 19.2,
+#   Retrace 14.5 -> 21.1) and at 32768 x 128 (26.8 -> 44.0), hence at most one an SM; 2048 x
+#   128 (0.24) was not taken, so from the fewest timed (0.48, 4096 rows) less a margin. K = 4
+#   on 32 warps (64 registers, 440 instructions) gained less (V-trace 8192 x 128 7.8).
 _TM_SHORT_K = {8: 4, 16: 4, 32: 4}
+_TM_LAGGED_128 = dict(min_programs=0.45, max_programs=1.0, narrow=float("inf"), narrow_only=True)
 _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
     "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
                                                        128: dict(max_programs=2.0, narrow=1.0)}),
     "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
                                                              128: dict(max_programs=2.0, narrow=2.0)}),
-    "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4}, {64: dict(min_programs=0.75, max_programs=2.0,
-                                                               narrow=float("inf"))}),
-    "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4}, {64: dict(narrow=2.0)}),
+    "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4, 128: 8},
+                        {64: dict(min_programs=0.75, max_programs=2.0, narrow=float("inf")),
+                         128: _TM_LAGGED_128}),
+    "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4, 128: 8}, {64: dict(narrow=2.0), 128: _TM_LAGGED_128}),
     "retrace_actions": _tm_tiles({32: 4, 64: 4}, min_programs=0.75),
     "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {128: dict(max_programs=2.0, narrow=1.0)}),
 }
@@ -1049,6 +1065,8 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, edge: bool = Fals
     rows = _TM_LANES_ROWS
     if _TM_LANES_NARROW and _cdiv(R, _TM_LANES_NARROW_ROWS) <= tile.narrow * sms:
         rows = _TM_LANES_NARROW_ROWS
+    elif tile.narrow_only:
+        return None
     return Plan(rows, p2, p2 // k, 1, p2, tm_lanes=True)
 
 
