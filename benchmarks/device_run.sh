@@ -69,6 +69,12 @@
 #   s44-grid, ~3 min (carry .peers): the harness's V-trace and TD(lambda) rows after session 43;
 #   s44-td128, ~1.5 min: TD(lambda)'s 128-step lanes tiles from fewer programs an SM;
 #   s44-tm128-lagged, ~3 min: V-trace's and Retrace's time-major 128-step rows on the narrow lanes tiles;
+#   (s44-grid, s44-td128 and s44-tm128-lagged ran in session 45; native-massive's run was lost)
+#   s45-verify, ~6 min (carry .peers): the GPU tests of session 45's two plan changes (TD(lambda)'s
+#   128-step lanes tiles from 7 programs an SM, V-trace's and Retrace's time-major 128-step
+#   narrow lanes tiles), then their rows through the harness against rl-triton;
+#   s45-vtrace64, ~1.5 min: V-trace's 64-step lanes tiles as [16, 64] on 4 warps or two rows a
+#   lane on 2 warps against the shipped [8, 64] on 2 (16384 x 64 is 1.2506x of the floor kernel);
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
 #   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
 #   one-chunk tiles' shapes; s43-vtrace-lanes64, ~1 min, and s43-vtrace-lanes64-check, ~2 min:
@@ -661,6 +667,25 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       timeout 170 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x8,8192x8,16384x8,32768x8 --time-major --peers rl-triton --max-minutes 2.6 --no-plots \
         --tag s40-lanes8 --out "$OUT" 2>&1 | tail -40 ;;
+    s45-verify)
+      # session 45's plan changes: their GPU tests (the shipped tiles against the float64
+      # reference; test_tm_lanes_tiles forces the 128-step ones on every form), then the rows they
+      # move through the harness, time-major too, against rl-triton (carry .peers)
+      gpu_tests 200 "tm_lanes_lagged_128 or td_wide_lanes or dr_short_tiles or (tm_lanes_tiles and (vtrace or retrace))" \
+        gpu_s45_verify.log
+      timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
+        --shapes 4096x128,8192x128,16384x128,8192x64,16384x64 --estimators td_lambda,vtrace,retrace --time-major \
+        --peers rl-triton --max-minutes 5 --no-plots --tag s45-verify --out "$OUT" 2>&1 | tail -24 ;;
+    s45-vtrace64)
+      # V-trace 16384 x 64 (1.2506x of the floor kernel in session 45's harness run, the goal
+      # 1.25x): its [8, 64] lanes tiles on 2 warps (424 SASS a thread for 8 elements, 80
+      # registers; Triton 3.6) against [16, 64] on 4 warps (the same code a thread, half the
+      # programs) and two rows a lane on 2 warps (792 for 16, 155 registers)
+      variants_ab s45_vtrace64 120 vtrace 8192x64,12288x64,16384x64,24576x64 base \
+        w4='s/^_ROW_LANES_SHAPES: dict\[str, dict\[int, tuple\[int, int\]\]\] = {/&"vtrace": {64: (4, 1)}, /' \
+        r2='s/^_ROW_LANES_SHAPES: dict\[str, dict\[int, tuple\[int, int\]\]\] = {/&"vtrace": {64: (2, 2)}, /' \
+        base2 | grep -v "^$" | tail -6
+      grep -h "^_ROW_LANES_SHAPES" _ab/s45_vtrace64/*/$L ;;
     s44-grid)
       # the harness's classic and massive rows of V-trace and TD(lambda) after session 43's V-trace
       # 64-step lanes tiles (A/B only in session 43), against rl-triton (carry .peers; ~3 min)
