@@ -72,7 +72,8 @@
 #   (s44-grid, s44-td128 and s44-tm128-lagged ran in session 45; native-massive's run was lost)
 #   s45-verify, ~6 min (carry .peers): the GPU tests of session 45's two plan changes (TD(lambda)'s
 #   128-step lanes tiles from 7 programs an SM, V-trace's and Retrace's time-major 128-step
-#   narrow lanes tiles), then their rows through the harness against rl-triton;
+#   narrow lanes tiles; and the 256- and 512-step ones, folded into launch._TM_LANES_TILES in
+#   session 46 with plans unchanged), then their rows through the harness against rl-triton;
 #   s45-vtrace64, ~1.5 min: V-trace's 64-step lanes tiles as [16, 64] on 4 warps or two rows a
 #   lane on 2 warps against the shipped [8, 64] on 2 (16384 x 64 is 1.2506x of the floor kernel);
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
@@ -671,7 +672,8 @@ or carry_products_split or segment_map_forward_long or nonfinite_default)" gpu_s
       # session 45's plan changes: their GPU tests (the shipped tiles against the float64
       # reference; test_tm_lanes_tiles forces the 128-step ones on every form), then the rows they
       # move through the harness, time-major too, against rl-triton (carry .peers)
-      gpu_tests 200 "tm_lanes_lagged_128 or td_wide_lanes or dr_short_tiles or (tm_lanes_tiles and (vtrace or retrace))" \
+      gpu_tests 200 "tm_lanes_lagged_128 or td_wide_lanes or dr_short_tiles or (tm_lanes_tiles and (vtrace or retrace)) \
+or tm_long_tiles" \
         gpu_s45_verify.log
       timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x128,8192x128,16384x128,8192x64,16384x64 --estimators td_lambda,vtrace,retrace --time-major \

@@ -1995,8 +1995,9 @@ _TM_LONG_CASES = [
 
 def test_tm_long_tiles(monkeypatch, poisoned):
     """Time-major rows of 129 to 512 steps take the time-major lanes tiles of a whole 256- or
-    512-step row (``launch._TM_LONG_TILES``: 32 rows a program, 32 warps, 8 or 16 steps a
-    thread; Triton < 3.7, ``launch._TM_LANES_NARROW``, set here) within each form's bounds:
+    512-step row (``launch._TM_LANES_TILES``' narrow-only 256- and 512-step tiles: 32 rows a
+    program, 32 warps, 8 or 16 steps a thread; Triton < 3.7, ``launch._TM_LANES_NARROW``, set
+    here) within each form's bounds:
     against the float64 reference with outputs poisoned, on 2 SMs, row counts that leave the
     last program part empty, rows padded inside the tile, several bootstrap forms and
     truncations; discounted returns to the window edge by their own bounds (``edge``), with
@@ -2051,12 +2052,13 @@ def test_tm_lanes_lagged_128(name, monkeypatch, poisoned):
 
 @pytest.mark.parametrize("narrow", [True, False], ids=["triton-3.6", "triton-3.8"])
 def test_tm_long_tiles_bounds(narrow, monkeypatch):
-    """The bounds of ``launch._TM_LONG_TILES`` on the H200's 132 SMs, as timed (programs of 64
-    rows an SM): TD(lambda)'s 256-step tile 0.03 to 1.5 (193 to 12672 rows), its 512-step tile
-    0.1 to 0.75 (833 to 6336 rows), both 0.03 to 1.5 for discounted returns to the window edge
-    (``edge``); GAE's 256-step tile 0.03 to 1 (193 to 8448 rows), the forward kernel's 0.1 to
-    0.5 (833 to 4224 rows); none for GAE's and the forward kernel's 512-step rows or V-trace, and none
-    on Triton 3.8 (``_TM_LANES_NARROW`` off); the 128-step tiles' edge bound is still none."""
+    """The bounds of ``launch._TM_LANES_TILES``' 256- and 512-step tiles (``narrow_only``) on
+    the H200's 132 SMs, as timed (programs of 64 rows an SM): TD(lambda)'s 256-step tile 0.03 to
+    1.5 (193 to 12672 rows), its 512-step tile 0.1 to 0.75 (833 to 6336 rows), both 0.03 to 1.5
+    for discounted returns to the window edge (``edge``); GAE's 256-step tile 0.03 to 1 (193 to
+    8448 rows), the forward kernel's 0.1 to 0.5 (833 to 4224 rows); none for GAE's and the
+    forward kernel's 512-step rows or V-trace, and none on Triton 3.8 (``_TM_LANES_NARROW``
+    off); the 128-step tiles' edge bound is still none."""
     from rltriton.kernels import launch
 
     monkeypatch.setattr(launch, "_DEFAULT_SMS", 132)

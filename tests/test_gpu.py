@@ -652,7 +652,8 @@ def test_tm_lanes_lagged_128(name, shape, dtype, monkeypatch, poisoned):
 
 
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
-# (steps, steps a thread) or None); launch._TM_LONG_TILES' bounds on 132 SMs
+# (steps, steps a thread) or None); the bounds of launch._TM_LANES_TILES' 256- and 512-step
+# tiles (narrow only) on 132 SMs
 _TM_LONG_GPU = [
     ("td_lambda", (4096, 512), {}, (512, 16)),
     ("td_lambda", (6001, 300), {"bootstrap": "next_values"}, (512, 16)),
@@ -676,8 +677,8 @@ _TM_LONG_GPU = [
                          ids=[f"{c[0]}-{c[1][0]}x{c[1][1]}-{i}" for i, c in enumerate(_TM_LONG_GPU)])
 def test_tm_long_tiles(k, monkeypatch, poisoned):
     """Time-major rows of 129 to 512 steps on the time-major lanes tiles of a whole 256- or
-    512-step row (launch._TM_LONG_TILES: 32 rows a program, 32 warps, Triton < 3.7) within
-    each form's bounds, discounted returns to the window edge by their own: against the
+    512-step row (launch._TM_LANES_TILES' narrow-only 256- and 512-step tiles: 32 rows a program,
+    32 warps, Triton < 3.7) within each form's bounds, discounted returns to the window edge by their own: against the
     float64 reference with outputs poisoned, row counts that are no multiple of the tile,
     rows padded inside it, bfloat16 inputs, truncations; past the bounds, for GAE's 512-step
     rows, and on Triton 3.7 or later the time-major tiles run."""

@@ -966,56 +966,58 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #   Retrace 14.5 -> 21.1) and at 32768 x 128 (26.8 -> 44.0), hence at most one an SM; 2048 x
 #   128 (0.24) was not taken, so from the fewest timed (0.48, 4096 rows) less a margin. K = 4
 #   on 32 warps (64 registers, 440 instructions) gained less (V-trace 8192 x 128 7.8).
+# - Whole 256- and 512-step rows (session 31; their own table, _TM_LONG_TILES, until session
+#   46): 32 rows a program (narrow), 32 warps, K = 8 or 16 consecutive steps a thread, for
+#   Triton < 3.7 only (``narrow_only``, _TM_LANES_NARROW: Triton 3.8 lays [32, BT] tiles out
+#   with the lanes along time, and its [64, 512] tiles spill 700-1500 bytes a thread; ptxas,
+#   Triton 3.6: TD(lambda) [32, 512] 64 registers and 92 bytes of spills, GAE 200). Rows of 129
+#   to 512 steps otherwise take the time-major tiles' two passes (4096 x 512 TD(lambda) 15.8 us
+#   against 5.5 batch-major). H200, Triton 3.6, time-major, device us, the time-major tiles ->
+#   these (benchmarks/ab.py, 2026-12-02-h200-s31-ab-tm512.txt, two runs, and
+#   -s31-ab-tm-bounds.txt):
+#   - 256 steps: TD(lambda) 4096 x 256 9.8 -> 4.8, 1024 x 256 5.9 -> 4.0, 8192 x 160 12.2 ->
+#     8.0, 12288 x 256 13.6 -> 12.8, but 16384 x 256 17.2 -> 22.4 (hence 1.5 programs of 64 rows
+#     an SM at most); GAE 4096 x 256 12.0 -> 6.2, 8192 x 256 11.9 -> 11.3, 12288 x 256 17.9 ->
+#     20.9 (1 an SM); traces 4096 x 256 8.0 -> 4.8, 1024 x 256 4.6 -> 4.1, but 6144 x 256 6.4 ->
+#     7.6 and 256 x 256 3.8 -> 4.0 (0.1 to 0.5 an SM); discounted returns 4096 x 256 9.8 -> 4.1,
+#     12288 x 256 11.6 -> 9.6, 16384 x 256 12.8 -> 13.8.
+#   - 512 steps (K = 16): TD(lambda) 4096 x 512 15.8 -> 8.0, 2048 x 512 10.2 -> 7.0, 6144 x 512
+#     19.1 -> 17.7, 4096 x 257 11.9 -> 8.6, 1024 x 512 7.2 -> 6.9, but 8192 x 512 23.4 -> 23.3,
+#     16384 x 512 32.6 -> 45.2 and 256 x 512 6.2 -> 6.8 (0.1 to 0.75 an SM); discounted returns
+#     to the edge 4096 x 512 14.8 -> 6.3, 8192 x 512 17.2 -> 12.2, 256 x 512 5.5 -> 5.2, 12288 x
+#     512 25.0 -> 24.6, 16384 x 512 27.6 -> 32.3 (``edge``: up to 1.5 an SM), but 64 x 512 3.2 ->
+#     5.2 (-s31-ab-shipped.txt; hence from _TM_LONG_MIN_PROGRAMS, 256 rows the fewest that
+#     gained, 256 x 256 too: TD(lambda) 4.0 -> 3.7, GAE 5.1 -> 5.0); with per-step
+#     bootstrap values they gained like them (8192 x 512 18.1 -> 12.6) but keep TD(lambda)'s
+#     bounds, as the call's plan does not tell them apart. GAE lost at most shapes (4096 x 512
+#     16.4 -> 23.3, 512 x 512 5.6 -> 11.1) and traces everywhere (4096 x 512 10.7 -> 15.0): none.
+#   V-trace and Retrace (the lagged scan) were not timed on them. The forward kernel's tile
+#   serves the episodic prefix sums too, timed on traces only.
+_TM_LONG_MIN_PROGRAMS = 0.03  # 4 programs of 64 rows on 132 SMs (193 rows)
 _TM_SHORT_K = {8: 4, 16: 4, 32: 4}
-_TM_LAGGED_128 = dict(min_programs=0.45, max_programs=1.0, narrow=float("inf"), narrow_only=True)
+_TM_NARROW_ONLY = dict(narrow=float("inf"), narrow_only=True)  # 32 rows a program, Triton < 3.7 only
+_TM_LAGGED_128 = dict(min_programs=0.45, max_programs=1.0, **_TM_NARROW_ONLY)
+_TM_LONG_EDGE = (_TM_LONG_MIN_PROGRAMS, 1.5)  # discounted returns to the window edge, 256 and 512 steps
 _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
-    "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
-                                                       128: dict(max_programs=2.0, narrow=1.0)}),
-    "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {64: dict(few=(1.0, 4), narrow=2.0),
-                                                             128: dict(max_programs=2.0, narrow=2.0)}),
+    "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8},
+                     {64: dict(few=(1.0, 4), narrow=2.0), 128: dict(max_programs=2.0, narrow=1.0),
+                      256: dict(min_programs=_TM_LONG_MIN_PROGRAMS, max_programs=1.0, **_TM_NARROW_ONLY)}),
+    "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8, 512: 16},
+                           {64: dict(few=(1.0, 4), narrow=2.0), 128: dict(max_programs=2.0, narrow=2.0),
+                            256: dict(min_programs=_TM_LONG_MIN_PROGRAMS, max_programs=1.5, edge=_TM_LONG_EDGE,
+                                      **_TM_NARROW_ONLY),
+                            512: dict(min_programs=0.1, max_programs=0.75, edge=_TM_LONG_EDGE, **_TM_NARROW_ONLY)}),
     "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4, 128: 8},
                         {64: dict(min_programs=0.75, max_programs=2.0, narrow=float("inf")),
                          128: _TM_LAGGED_128}),
     "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4, 128: 8}, {64: dict(narrow=2.0), 128: _TM_LAGGED_128}),
     "retrace_actions": _tm_tiles({32: 4, 64: 4}, min_programs=0.75),
-    "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8}, {128: dict(max_programs=2.0, narrow=1.0)}),
+    "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8},
+                         {128: dict(max_programs=2.0, narrow=1.0),
+                          256: dict(min_programs=0.1, max_programs=0.5, **_TM_NARROW_ONLY)}),
 }
 
 
-# Time-major lanes tiles of whole 256- and 512-step rows (_TM_LONG_TILES): 32 rows a program
-# (narrow), 32 warps, K = 8 or 16 consecutive steps a thread, for Triton < 3.7 only
-# (_TM_LANES_NARROW: Triton 3.8 lays [32, BT] tiles out with the lanes along time, and its
-# [64, 512] tiles spill 700-1500 bytes a thread; ptxas, Triton 3.6: TD(lambda) [32, 512] 64
-# registers and 92 bytes of spills, GAE 200). Rows of 129 to 512 steps otherwise take the
-# time-major tiles' two passes (4096 x 512 TD(lambda) 15.8 us against 5.5 batch-major). H200,
-# Triton 3.6, time-major, device us, the time-major tiles -> these (benchmarks/ab.py,
-# 2026-12-02-h200-s31-ab-tm512.txt, two runs, and -s31-ab-tm-bounds.txt):
-# - 256 steps: TD(lambda) 4096 x 256 9.8 -> 4.8, 1024 x 256 5.9 -> 4.0, 8192 x 160 12.2 ->
-#   8.0, 12288 x 256 13.6 -> 12.8, but 16384 x 256 17.2 -> 22.4 (hence 1.5 programs of 64 rows
-#   an SM at most); GAE 4096 x 256 12.0 -> 6.2, 8192 x 256 11.9 -> 11.3, 12288 x 256 17.9 ->
-#   20.9 (1 an SM); traces 4096 x 256 8.0 -> 4.8, 1024 x 256 4.6 -> 4.1, but 6144 x 256 6.4 ->
-#   7.6 and 256 x 256 3.8 -> 4.0 (0.1 to 0.5 an SM); discounted returns 4096 x 256 9.8 -> 4.1,
-#   12288 x 256 11.6 -> 9.6, 16384 x 256 12.8 -> 13.8.
-# - 512 steps (K = 16): TD(lambda) 4096 x 512 15.8 -> 8.0, 2048 x 512 10.2 -> 7.0, 6144 x 512
-#   19.1 -> 17.7, 4096 x 257 11.9 -> 8.6, 1024 x 512 7.2 -> 6.9, but 8192 x 512 23.4 -> 23.3,
-#   16384 x 512 32.6 -> 45.2 and 256 x 512 6.2 -> 6.8 (0.1 to 0.75 an SM); discounted returns
-#   to the edge 4096 x 512 14.8 -> 6.3, 8192 x 512 17.2 -> 12.2, 256 x 512 5.5 -> 5.2, 12288 x
-#   512 25.0 -> 24.6, 16384 x 512 27.6 -> 32.3 (``edge``: up to 1.5 an SM), but 64 x 512 3.2 ->
-#   5.2 (-s31-ab-shipped.txt; hence from _TM_LONG_MIN_PROGRAMS, 256 rows the fewest that
-#   gained, 256 x 256 too: TD(lambda) 4.0 -> 3.7, GAE 5.1 -> 5.0); with per-step
-#   bootstrap values they gained like them (8192 x 512 18.1 -> 12.6) but keep TD(lambda)'s
-#   bounds, as the call's plan does not tell them apart. GAE lost at most shapes (4096 x 512
-#   16.4 -> 23.3, 512 x 512 5.6 -> 11.1) and traces everywhere (4096 x 512 10.7 -> 15.0): none.
-# V-trace and Retrace (the lagged scan) were not timed on them. The forward kernel's tile
-# serves the episodic prefix sums too, timed on traces only.
-_TM_LONG_MIN_PROGRAMS = 0.03  # 4 programs of 64 rows on 132 SMs (193 rows)
-_TM_LONG_TILES: dict[str, dict[int, TmLanesTile]] = {
-    "gae": {256: TmLanesTile(_TM_LONG_MIN_PROGRAMS, 1.0, 8, narrow=float("inf"))},
-    "td_lambda": {256: TmLanesTile(_TM_LONG_MIN_PROGRAMS, 1.5, 8, narrow=float("inf"),
-                                   edge=(_TM_LONG_MIN_PROGRAMS, 1.5)),
-                  512: TmLanesTile(0.1, 0.75, 16, narrow=float("inf"), edge=(_TM_LONG_MIN_PROGRAMS, 1.5))},
-    "forward": {256: TmLanesTile(0.1, 0.5, 8, narrow=float("inf"))},
-}
 
 
 # Discounted returns bootstrapped at the window edge at most (no values, a last_value or none,
@@ -1034,7 +1036,7 @@ _DR_TM_LANES_ANY = True
 def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, edge: bool = False) -> Plan | None:
     """The time-major lanes plan (``_TM_LANES``) for R time-major rows of T steps of the kernel
     form ``form`` (None: never): a row as one chunk of the form's tile of ``next_pow2(T)``
-    steps in ``_TM_LANES_TILES`` (or, on Triton < 3.7, ``_TM_LONG_TILES``), on as many
+    steps in ``_TM_LANES_TILES`` (its ``narrow_only`` tiles on Triton < 3.7 only), on as many
     programs of ``_TM_LANES_ROWS`` rows an SM as that tile's bounds allow (else None;
     ``edge``: its ``edge`` bounds, for discounted returns to the window edge,
     ``_DR_TM_LANES_ANY``), ``_TM_LANES_NARROW_ROWS`` rows a program where its narrow bound
@@ -1045,11 +1047,10 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, edge: bool = Fals
     of the loop waits for the warps' carry) and at best 1.2x faster (512 x 2048 13.8 -> 11.3),
     far from the batch-major time (2026-12-01-h200-s19-ab-tm-lanes-long.txt); the kernels take
     such plans (tests/test_backends.py::test_tm_lanes_chunks), the planner does not give them;
-    whole rows of up to 512 steps take ``_TM_LONG_TILES``' one chunk instead."""
+    whole rows of up to 512 steps take the 256- and 512-step tiles' one chunk instead (Triton <
+    3.7)."""
     p2 = _next_pow2(max(T, 1))
     tile = _TM_LANES_TILES.get(form, {}).get(p2)  # (form None: no entry)
-    if tile is None and _TM_LANES_NARROW:
-        tile = _TM_LONG_TILES.get(form, {}).get(p2)
     if not _TM_LANES or tile is None:
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
