@@ -76,6 +76,9 @@
 #   session 46 with plans unchanged), then their rows through the harness against rl-triton;
 #   s45-vtrace64, ~1.5 min: V-trace's 64-step lanes tiles as [16, 64] on 4 warps or two rows a
 #   lane on 2 warps against the shipped [8, 64] on 2 (16384 x 64 is 1.2506x of the floor kernel);
+#   s46-tm-small, ~5 min: launch._TM_SMALL_ROWS (off as shipped) at 4 and 8 rows against it
+#   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), every kernel form, then
+#   its GPU test (forced on); if a setting wins, ship it with test_tm_small_plans's expectations;
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
 #   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
 #   one-chunk tiles' shapes; s43-vtrace-lanes64, ~1 min, and s43-vtrace-lanes64-check, ~2 min:
@@ -678,6 +681,17 @@ or tm_long_tiles" \
       timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x128,8192x128,16384x128,8192x64,16384x64 --estimators td_lambda,vtrace,retrace --time-major \
         --peers rl-triton --max-minutes 5 --no-plots --tag s45-verify --out "$OUT" 2>&1 | tail -24 ;;
+    s46-tm-small)
+      # time-major calls too small to split (the classic grid's 512 x 128: generic tiles, 1.8-2.2x
+      # of batch-major) on one chunk of narrow time-major tiles (launch._TM_SMALL_ROWS; session
+      # 17's sweep of forced plans: GAE 512 x 128 4.0 -> 2.5 us on [8, 128], 8 warps), then the
+      # GPU test that forces it (every estimator, fp32 and bf16)
+      variants_ab s46_tm_small 300 gae_tm,td_lambda_tm,vtrace_tm,retrace_tm,traces_tm \
+        256x128,512x128,1024x128,2000x128,512x64 base \
+        r4='s/^_TM_SMALL_ROWS = 0$/_TM_SMALL_ROWS = 4/' r8='s/^_TM_SMALL_ROWS = 0$/_TM_SMALL_ROWS = 8/' \
+        base2 | grep -v "^$" | tail -30
+      grep -h "^_TM_SMALL_ROWS" _ab/s46_tm_small/*/$L
+      gpu_tests 150 "tm_small_tiles" gpu_s46_tm_small.log ;;
     s45-vtrace64)
       # V-trace 16384 x 64 (1.2506x of the floor kernel in session 45's harness run, the goal
       # 1.25x): its [8, 64] lanes tiles on 2 warps (424 SASS a thread for 8 elements, 80

@@ -2050,6 +2050,75 @@ def test_tm_lanes_lagged_128(name, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+def test_tm_small_plans(monkeypatch):
+    """``launch._TM_SMALL_ROWS`` (off as shipped): time-major calls of fewer than
+    ``_TM_SPLIT_MIN_ELEMS`` elements, rows of 32 to 128 steps and at least 64 rows take the
+    generic tiles while it is 0; set, they take one chunk of the time-major tiles of that many
+    rows, a warp per 16 steps, on the H200's 132 SMs (512 x 128, 2047 x 128, 64 x 32, 77 x 33),
+    but not rows of more than 128 or fewer than 32 steps, not fewer than 64 rows, not a call
+    of 2^18 elements (2048 x 128 keeps the 16-row one-chunk tiles), nor the time-major lanes
+    tiles' rows."""
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_TM_LANES_NARROW", False)
+    cpu, sms = torch.device("cpu"), 132
+    monkeypatch.setattr(launch, "_DEFAULT_SMS", sms)
+    launch.clear_caches()
+    try:
+        def tm(R: int, T: int, form: str = "gae") -> launch.Plan:
+            return launch.plan_for(R, T, cpu, time_major=True, form=form)
+
+        assert launch._TM_SMALL_ROWS == 0
+        assert not tm(512, 128).time_major and not tm(512, 128).tm_lanes
+        monkeypatch.setattr(launch, "_TM_SMALL_ROWS", 8)
+        launch.clear_caches()
+        for R, T, bt, warps in [(512, 128, 128, 8), (2047, 128, 128, 8), (64, 32, 32, 2), (77, 33, 64, 4),
+                                (1024, 100, 128, 8)]:
+            for form in ("gae", "vtrace", "retrace_actions", "forward"):
+                pl = tm(R, T, form)
+                assert (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.time_major, pl.tm_lanes) == \
+                    (8, bt, warps, 1, True, False), (R, T, form, pl)
+        assert tm(2048, 128).block_n == launch._TM_ONE_CHUNK_ROWS  # (2^18 elements)
+        assert tm(4096, 128).tm_lanes  # (the time-major lanes tiles first)
+        for R, T in [(512, 129), (512, 31), (63, 128)]:
+            assert not tm(R, T).time_major, (R, T)
+        monkeypatch.setattr(launch, "_TM_SMALL_ROWS", 4)
+        launch.clear_caches()
+        assert (tm(512, 128).block_n, tm(512, 128).num_warps) == (4, 8)
+    finally:
+        launch.clear_caches()
+
+
+@pytest.mark.parametrize("rows", [8, 4])
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_tm_small_tiles(name, rows, monkeypatch, poisoned):
+    """The time-major one-chunk tiles of ``launch._TM_SMALL_ROWS`` rows (set here; off as
+    shipped) on 2 SMs, where calls of 64 to 128 rows take them (the time-major lanes tiles
+    off): every estimator against the
+    float64 reference with outputs poisoned, rows of 128 steps and of 100 and 33 (padded
+    inside the tile), 70 and 77 rows (a last tile part empty), the bootstrap forms in turn,
+    truncations and terminations, and bfloat16 inputs."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_ROWS", rows)
+    monkeypatch.setattr(poisoned, "_TM_LANES", False)  # (which 2 SMs would give these rows)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.segments))
+    try:
+        poisoned.clear_caches()
+        for k, (shape, dtype) in enumerate([((66, 128), torch.float32), ((70, 100), torch.float32),
+                                            ((77, 33), torch.float32), ((64, 128), torch.bfloat16)]):
+            bootstrap = BOOTSTRAP_FORMS[(k + rows) % len(BOOTSTRAP_FORMS)]
+            if name == "retrace_av" and bootstrap == "next_values":
+                bootstrap = "bootstrap_values"
+            seen.clear()
+            check(make_case(name, shape, seed=80 + k, time_major=True, bootstrap=bootstrap, dtype=dtype), "triton")
+            bt = 64 if shape[1] == 33 else 128
+            assert seen and set(seen) == {(True, rows, bt, 1)}, (name, shape, seen)
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("narrow", [True, False], ids=["triton-3.6", "triton-3.8"])
 def test_tm_long_tiles_bounds(narrow, monkeypatch):
     """The bounds of ``launch._TM_LANES_TILES``' 256- and 512-step tiles (``narrow_only``) on

@@ -651,6 +651,25 @@ def test_tm_lanes_lagged_128(name, shape, dtype, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(512, 128), (1000, 100), (2047, 128), (77, 33)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tm_small_tiles(shape, name, dtype, monkeypatch):
+    """launch._TM_SMALL_ROWS forced to 8 (off as shipped): time-major calls of fewer than
+    2^18 elements with rows of 32 to 128 steps, which the generic tiles take, on one chunk of
+    the time-major tiles of 8 rows (a warp per 16 steps) on 132 SMs, rows padded inside the
+    tile, a last tile part empty, the bootstrap forms in turn, float32 and bfloat16 inputs,
+    repeated so that a replay runs too."""
+    k = [(512, 128), (1000, 100), (2047, 128), (77, 33)].index(shape)
+    bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
+    if name == "retrace_av" and bootstrap == "next_values":
+        bootstrap = "bootstrap_values"
+    used = _forced(monkeypatch, {"_TM_SMALL_ROWS": 8}, name, shape, 17 + k, "tm small",
+                   lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.segments), time_major=True,
+                   dtype=dtype, bootstrap=bootstrap)
+    assert used and set(used) == {(True, 8, 64 if shape[1] == 33 else 128, 1)}, used
+
+
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
 # (steps, steps a thread) or None); the bounds of launch._TM_LANES_TILES' 256- and 512-step
 # tiles (narrow only) on 132 SMs

@@ -403,6 +403,18 @@ _TM_ONE_CHUNK_T = 128
 # 32 steps instead was slower (4096 x 128 V-trace 6.4 -> 12.2).
 _TM_ONE_CHUNK_ROWS = 16
 _TM_ONE_CHUNK_WARP_STEPS = 16
+# Time-major calls too small to split (fewer than _TM_SPLIT_MIN_ELEMS elements) of rows of
+# _TM_MIN_STEPS to _TM_ONE_CHUNK_T steps, from _TM_MIN_ROWS rows (the classic grid's 512 x 128;
+# CleanRL's Atari buffers of 128 steps with 64 to 1024 environments) take the generic tiles: a
+# program's rows read down strided columns, one 4-byte element of each 32-byte sector.
+# _TM_SMALL_ROWS (0: off) gives them instead the one-chunk time-major tiles, of that many rows
+# (8: one 32-byte access along the rows; 4: a 16-byte one) and a warp per
+# _TM_ONE_CHUNK_WARP_STEPS steps. Session 17's sweep of forced plans (benchmarks/sweep.py with
+# SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1, 2026-12-01-h200-s17-sweep-tm-narrow-*.txt; H200, Triton
+# 3.6, device us), time-major 512 x 128, the generic tiles -> [8, 128] on 8 warps: GAE 4.0 ->
+# 2.5, TD(lambda) 3.7 -> 2.5 (V-trace 4.1 -> 2.8 on 4 warps). Not yet timed as a rule, so off:
+# `bash benchmarks/device_run.sh s46-tm-small` times 4 and 8 rows against it.
+_TM_SMALL_ROWS = 0
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
 # pipelined _TM_STAGES deep (``tl.range(num_stages=...)``: Triton >= 3.x issues the next
 # chunks' loads as cp.async copies into shared memory while the current chunk is scanned),
@@ -1380,7 +1392,9 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     (``_TM_NARROW_ROWS`` rows where that avoids a split, see there). With fewer
     than ``_TM_SPLIT_BELOW`` row blocks per SM, rows of at most ``_TM_ONE_CHUNK_T`` steps
     are one chunk of ``_TM_ONE_CHUNK_ROWS`` rows (a warp per ``_TM_ONE_CHUNK_WARP_STEPS``
-    steps), and longer rows are cut into segments
+    steps; of ``_TM_SMALL_ROWS`` rows, where set, in calls of fewer than
+    ``_TM_SPLIT_MIN_ELEMS`` elements, which otherwise take the generic tiles), and longer rows
+    are cut into segments
     of whole chunks (two passes, summaries stored segment-major so they too are read along
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
     and for at most ``_TM_CHUNKS_PER_SEGMENT`` chunks each, at most ``_TM_MAX_SEGMENTS``.
@@ -1410,6 +1424,10 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     n_chunks = _cdiv(T, block_t)
     segments = 1
     if row_blocks < _TM_SPLIT_BELOW * sms:
+        if _TM_SMALL_ROWS and T <= _TM_ONE_CHUNK_T and R * T < _TM_SPLIT_MIN_ELEMS:
+            # (a call this small: one chunk of narrow time-major tiles, no split)
+            block_t = _next_pow2(T)
+            return Plan(_TM_SMALL_ROWS, block_t, max(1, block_t // _TM_ONE_CHUNK_WARP_STEPS), 1, block_t, False, True)
         if R * T < _TM_SPLIT_MIN_ELEMS or n_chunks < 2:
             # too few row blocks and nothing to split: the generic tiles give more programs
             # (several rows each, short rows: their accesses along rows are already wide)
