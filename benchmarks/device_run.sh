@@ -79,6 +79,10 @@
 #   s46-tm-small, ~5 min: launch._TM_SMALL_ROWS (off as shipped) at 4 and 8 rows against it
 #   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), every kernel form, then
 #   its GPU test (forced on); if a setting wins, ship it with test_tm_small_plans's expectations;
+#   s46-tm-small-long, ~5 min: launch._TM_SMALL_LONG_FORMS (none as shipped) set to every form,
+#   on 4 or 8 rows, against none: time-major rows of 129-1024 steps in calls of at most 2^18
+#   elements (512 x 512, 256 x 1024, 128 x 1024), then its GPU test; a form that wins goes into
+#   the set, with test_tm_small_plans's expectations;
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
 #   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
 #   one-chunk tiles' shapes; s43-vtrace-lanes64, ~1 min, and s43-vtrace-lanes64-check, ~2 min:
@@ -692,6 +696,19 @@ or tm_long_tiles" \
         base2 | grep -v "^$" | tail -30
       grep -h "^_TM_SMALL_ROWS" _ab/s46_tm_small/*/$L
       gpu_tests 150 "tm_small_tiles" gpu_s46_tm_small.log ;;
+    s46-tm-small-long)
+      # time-major rows of 129-1024 steps in calls of at most 2^18 elements (the classic grid's
+      # 512 x 512, 256 x 1024, 128 x 1024: a two-pass split of one-warp tiles, or the generic
+      # tiles; 2.1-4.6x of batch-major) on one chunk of a whole row, 4 or 8 rows on 8 warps
+      # (session 17's forced-plan sweep: TD(lambda) 512 x 512 6.2 -> 4.8 us, V-trace 8.2 -> 6.7)
+      local_all='_TM_SMALL_LONG_FORMS: frozenset[str] = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})'
+      variants_ab s46_tm_small_long 300 gae_tm,td_lambda_tm,vtrace_tm,retrace_tm,traces_tm \
+        512x512,256x1024,128x1024,1024x256,256x512 base \
+        l4="s/^_TM_SMALL_LONG_FORMS: frozenset\[str\] = frozenset()$/$local_all/" \
+        l8="s/^_TM_SMALL_LONG_FORMS: frozenset\[str\] = frozenset()$/$local_all/; s/^_TM_SMALL_LONG_ROWS = 4$/_TM_SMALL_LONG_ROWS = 8/" \
+        base2 | grep -v "^$" | tail -30
+      grep -h "^_TM_SMALL_LONG_FORMS\|^_TM_SMALL_LONG_ROWS" _ab/s46_tm_small_long/*/$L
+      gpu_tests 200 "tm_small_long_tiles" gpu_s46_tm_small_long.log ;;
     s45-vtrace64)
       # V-trace 16384 x 64 (1.2506x of the floor kernel in session 45's harness run, the goal
       # 1.25x): its [8, 64] lanes tiles on 2 warps (424 SASS a thread for 8 elements, 80

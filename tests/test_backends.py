@@ -2051,7 +2051,8 @@ def test_tm_lanes_lagged_128(name, monkeypatch, poisoned):
 
 
 def test_tm_small_plans(monkeypatch):
-    """``launch._TM_SMALL_ROWS`` (off as shipped): time-major calls of fewer than
+    """``launch._TM_SMALL_ROWS`` and ``_TM_SMALL_LONG_FORMS`` (off as shipped; the latter's
+    rules in the body): time-major calls of fewer than
     ``_TM_SPLIT_MIN_ELEMS`` elements, rows of 32 to 128 steps and at least 64 rows take the
     generic tiles while it is 0; set, they take one chunk of the time-major tiles of that many
     rows, a warp per 16 steps, on the H200's 132 SMs (512 x 128, 2047 x 128, 64 x 32, 77 x 33),
@@ -2085,8 +2086,57 @@ def test_tm_small_plans(monkeypatch):
         monkeypatch.setattr(launch, "_TM_SMALL_ROWS", 4)
         launch.clear_caches()
         assert (tm(512, 128).block_n, tm(512, 128).num_warps) == (4, 8)
+        # _TM_SMALL_LONG_FORMS (empty as shipped): 129 to 1024 steps, 128 rows or more, at most
+        # 2^18 elements, the forms named only, one chunk of [4, T] on 8 warps
+        assert launch._TM_SMALL_LONG_FORMS == frozenset()
+        assert tm(512, 512, "td_lambda").segments > 1  # (the split)
+        monkeypatch.setattr(launch, "_TM_SMALL_LONG_FORMS", frozenset({"td_lambda", "vtrace"}))
+        launch.clear_caches()
+        for R, T, bt in [(512, 512, 512), (256, 1024, 1024), (128, 1000, 1024), (128, 129, 256), (1000, 200, 256)]:
+            for form in ("td_lambda", "vtrace"):
+                pl = tm(R, T, form)
+                assert (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.time_major, pl.tm_lanes) == \
+                    (4, bt, 8, 1, True, False), (R, T, form, pl)
+        for R, T in [(127, 512), (512, 1025), (513, 512), (256, 1025)]:
+            assert tm(R, T, "td_lambda").block_n != 4, (R, T)
+        assert tm(512, 512, "gae").segments > 1 and tm(512, 512, None).segments > 1  # (not named; float64)
+        # (the 256- and 512-step time-major lanes tiles first, where they are: Triton < 3.7)
+        monkeypatch.setattr(launch, "_TM_LANES_NARROW", True)
+        launch.clear_caches()
+        assert tm(1000, 256, "td_lambda").tm_lanes and tm(512, 512, "vtrace").block_n == 4
     finally:
         launch.clear_caches()
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_tm_small_long_tiles(name, monkeypatch, poisoned):
+    """The one-chunk time-major tiles of whole rows of 129 to 1024 steps on 4 rows and 8 warps
+    (``launch._TM_SMALL_LONG_FORMS``: every form here; none as shipped) on 2 SMs, from 8 rows
+    (``_TM_SMALL_LONG_MIN_ROWS``, lowered here): every estimator against the float64 reference
+    with outputs poisoned, rows of 256 steps and of 200 and 300 (padded inside the tile), row
+    counts that leave the last tile part empty, the bootstrap forms in turn, truncations and
+    terminations, and bfloat16 inputs."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_FORMS", frozenset({*poisoned._FORMS, "forward"}))
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_MIN_ROWS", 8)
+    monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 8)
+    monkeypatch.setattr(poisoned, "_TM_LANES", False)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps,
+                                                             pl.segments))
+    try:
+        poisoned.clear_caches()
+        for k, (shape, dtype) in enumerate([((9, 256), torch.float32), ((10, 200), torch.float32),
+                                            ((8, 300), torch.bfloat16)]):
+            bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % len(BOOTSTRAP_FORMS)]
+            if name == "retrace_av" and bootstrap == "next_values":
+                bootstrap = "bootstrap_values"
+            seen.clear()
+            check(make_case(name, shape, seed=90 + k, time_major=True, bootstrap=bootstrap, dtype=dtype), "triton")
+            assert seen and set(seen) == {(True, 4, 256 if shape[1] <= 256 else 512, 8, 1)}, (name, shape, seen)
+    finally:
+        poisoned.clear_caches()
 
 
 @pytest.mark.parametrize("rows", [8, 4])

@@ -670,6 +670,29 @@ def test_tm_small_tiles(shape, name, dtype, monkeypatch):
     assert used and set(used) == {(True, 8, 64 if shape[1] == 33 else 128, 1)}, used
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(512, 512), (256, 1000), (128, 1024), (700, 300)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
+    """launch._TM_SMALL_LONG_FORMS forced to every kernel form (none as shipped): time-major
+    calls of at most 2^18 elements with rows of 129 to 1024 steps on one chunk of a whole row,
+    4 rows on 8 warps, on 132 SMs (with Triton < 3.7 the 256- and 512-step time-major lanes
+    tiles take the forms that have them first, so the time-major lanes tiles are off here),
+    rows padded inside the tile, a last tile part empty, the bootstrap forms in turn,
+    float32 and bfloat16 inputs, repeated so that a replay runs too."""
+    from rltriton.kernels import launch
+
+    k = [(512, 512), (256, 1000), (128, 1024), (700, 300)].index(shape)
+    bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
+    if name == "retrace_av" and bootstrap == "next_values":
+        bootstrap = "bootstrap_values"
+    settings = {"_TM_SMALL_LONG_FORMS": frozenset({*launch._FORMS, "forward"}), "_TM_LANES": False}
+    used = _forced(monkeypatch, settings, name, shape, 23 + k, "tm small long",
+                   lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments),
+                   time_major=True, dtype=dtype, bootstrap=bootstrap)
+    assert used and set(used) == {(True, 4, 512 if shape[1] <= 512 else 1024, 8, 1)}, used
+
+
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
 # (steps, steps a thread) or None); the bounds of launch._TM_LANES_TILES' 256- and 512-step
 # tiles (narrow only) on 132 SMs

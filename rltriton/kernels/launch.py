@@ -415,6 +415,21 @@ _TM_ONE_CHUNK_WARP_STEPS = 16
 # 2.5, TD(lambda) 3.7 -> 2.5 (V-trace 4.1 -> 2.8 on 4 warps). Not yet timed as a rule, so off:
 # `bash benchmarks/device_run.sh s46-tm-small` times 4 and 8 rows against it.
 _TM_SMALL_ROWS = 0
+# ... and, for the kernel forms of _TM_SMALL_LONG_FORMS (empty: off), rows of more than
+# _TM_ONE_CHUNK_T and at most _TM_SMALL_LONG_MAX_T steps in calls of _TM_SMALL_LONG_MIN_ROWS
+# rows or more and at most _TM_SMALL_LONG_MAX_ELEMS elements (the classic grid's 512 x 512,
+# 256 x 1024 and 128 x 1024: a two-pass split of one-warp tiles, or the generic tiles' strided
+# columns) one chunk of a whole row on _TM_SMALL_LONG_ROWS rows and _TM_SMALL_LONG_WARPS warps.
+# The same sweep, time-major, device us, default -> [4, T] on 8 warps: TD(lambda) 512 x 512 6.2
+# -> 4.8, 256 x 1024 7.2 -> 6.0, 128 x 1024 6.4 -> 6.0; V-trace 512 x 512 8.2 -> 6.7; GAE none
+# (512 x 512 5.6 and 128 x 1024 8.1 at best); 64 x 512 (16 programs) none. Off until timed as a
+# rule (device_run.sh s46-tm-small-long).
+_TM_SMALL_LONG_FORMS: frozenset[str] = frozenset()
+_TM_SMALL_LONG_ROWS = 4
+_TM_SMALL_LONG_WARPS = 8
+_TM_SMALL_LONG_MAX_T = 1024
+_TM_SMALL_LONG_MIN_ROWS = 128
+_TM_SMALL_LONG_MAX_ELEMS = 1 << 18
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
 # pipelined _TM_STAGES deep (``tl.range(num_stages=...)``: Triton >= 3.x issues the next
 # chunks' loads as cp.async copies into shared memory while the current chunk is scanned),
@@ -1383,7 +1398,7 @@ FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
 
 @functools.lru_cache(maxsize=4096)
 def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
-                    few: FewTiles | None = None) -> Plan | None:
+                    few: FewTiles | None = None, small_long: bool = False) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -1393,8 +1408,10 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     than ``_TM_SPLIT_BELOW`` row blocks per SM, rows of at most ``_TM_ONE_CHUNK_T`` steps
     are one chunk of ``_TM_ONE_CHUNK_ROWS`` rows (a warp per ``_TM_ONE_CHUNK_WARP_STEPS``
     steps; of ``_TM_SMALL_ROWS`` rows, where set, in calls of fewer than
-    ``_TM_SPLIT_MIN_ELEMS`` elements, which otherwise take the generic tiles), and longer rows
-    are cut into segments
+    ``_TM_SPLIT_MIN_ELEMS`` elements, which otherwise take the generic tiles; ``small_long``
+    (the kernel form is one of ``_TM_SMALL_LONG_FORMS``): rows of up to
+    ``_TM_SMALL_LONG_MAX_T`` steps in small calls too, on ``_TM_SMALL_LONG_ROWS`` rows), and
+    longer rows are cut into segments
     of whole chunks (two passes, summaries stored segment-major so they too are read along
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
     and for at most ``_TM_CHUNKS_PER_SEGMENT`` chunks each, at most ``_TM_MAX_SEGMENTS``.
@@ -1428,6 +1445,10 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
             # (a call this small: one chunk of narrow time-major tiles, no split)
             block_t = _next_pow2(T)
             return Plan(_TM_SMALL_ROWS, block_t, max(1, block_t // _TM_ONE_CHUNK_WARP_STEPS), 1, block_t, False, True)
+        if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
+                and R * T <= _TM_SMALL_LONG_MAX_ELEMS:
+            block_t = _next_pow2(T)
+            return Plan(_TM_SMALL_LONG_ROWS, block_t, _TM_SMALL_LONG_WARPS, 1, block_t, False, True)
         if R * T < _TM_SPLIT_MIN_ELEMS or n_chunks < 2:
             # too few row blocks and nothing to split: the generic tiles give more programs
             # (several rows each, short rows: their accesses along rows are already wide)
@@ -1486,7 +1507,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     edge (``_DR_TM_LANES_ANY``); ``long_split``: as in :func:`plan` (batch-major storage only)."""
     sms = _device_sms(device)
     if time_major:
-        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(R, T, sms, wide, few)
+        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(R, T, sms, wide, few,
+                                                                                form in _TM_SMALL_LONG_FORMS)
         if pl is not None:
             return _tm_deep(pl, form)
         long_rows, forward, form, short_tile, long_split = _LONG_ROWS_DEFAULT, False, None, None, None
