@@ -2130,8 +2130,6 @@ def test_tm_small_long_tiles(name, monkeypatch, poisoned):
         for k, (shape, dtype) in enumerate([((9, 256), torch.float32), ((10, 200), torch.float32),
                                             ((8, 300), torch.bfloat16)]):
             bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % len(BOOTSTRAP_FORMS)]
-            if name == "retrace_av" and bootstrap == "next_values":
-                bootstrap = "bootstrap_values"
             seen.clear()
             check(make_case(name, shape, seed=90 + k, time_major=True, bootstrap=bootstrap, dtype=dtype), "triton")
             assert seen and set(seen) == {(True, 4, 256 if shape[1] <= 256 else 512, 8, 1)}, (name, shape, seen)
@@ -2159,8 +2157,6 @@ def test_tm_small_tiles(name, rows, monkeypatch, poisoned):
         for k, (shape, dtype) in enumerate([((66, 128), torch.float32), ((70, 100), torch.float32),
                                             ((77, 33), torch.float32), ((64, 128), torch.bfloat16)]):
             bootstrap = BOOTSTRAP_FORMS[(k + rows) % len(BOOTSTRAP_FORMS)]
-            if name == "retrace_av" and bootstrap == "next_values":
-                bootstrap = "bootstrap_values"
             seen.clear()
             check(make_case(name, shape, seed=80 + k, time_major=True, bootstrap=bootstrap, dtype=dtype), "triton")
             bt = 64 if shape[1] == 33 else 128

@@ -662,8 +662,6 @@ def test_tm_small_tiles(shape, name, dtype, monkeypatch):
     repeated so that a replay runs too."""
     k = [(512, 128), (1000, 100), (2047, 128), (77, 33)].index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
-    if name == "retrace_av" and bootstrap == "next_values":
-        bootstrap = "bootstrap_values"
     used = _forced(monkeypatch, {"_TM_SMALL_ROWS": 8}, name, shape, 17 + k, "tm small",
                    lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.segments), time_major=True,
                    dtype=dtype, bootstrap=bootstrap)
@@ -684,8 +682,6 @@ def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
 
     k = [(512, 512), (256, 1000), (128, 1024), (700, 300)].index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
-    if name == "retrace_av" and bootstrap == "next_values":
-        bootstrap = "bootstrap_values"
     settings = {"_TM_SMALL_LONG_FORMS": frozenset({*launch._FORMS, "forward"}), "_TM_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 23 + k, "tm small long",
                    lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments),

@@ -1045,8 +1045,6 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
 }
 
 
-
-
 # Discounted returns bootstrapped at the window edge at most (no values, a last_value or none,
 # no truncations: _returns_to_the_edge, the calls that start from the edge carry, _EDGE_CARRY;
 # and a scalar gamma, as timed) take TD(lambda)'s kernel's 128-step time-major lanes tiles on
@@ -1442,21 +1440,16 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     segments = 1
     if row_blocks < _TM_SPLIT_BELOW * sms:
         if _TM_SMALL_ROWS and T <= _TM_ONE_CHUNK_T and R * T < _TM_SPLIT_MIN_ELEMS:
-            # (a call this small: one chunk of narrow time-major tiles, no split)
-            block_t = _next_pow2(T)
-            return Plan(_TM_SMALL_ROWS, block_t, max(1, block_t // _TM_ONE_CHUNK_WARP_STEPS), 1, block_t, False, True)
+            return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
                 and R * T <= _TM_SMALL_LONG_MAX_ELEMS:
-            block_t = _next_pow2(T)
-            return Plan(_TM_SMALL_LONG_ROWS, block_t, _TM_SMALL_LONG_WARPS, 1, block_t, False, True)
+            return _tm_one_chunk(_TM_SMALL_LONG_ROWS, T, _TM_SMALL_LONG_WARPS)
         if R * T < _TM_SPLIT_MIN_ELEMS or n_chunks < 2:
             # too few row blocks and nothing to split: the generic tiles give more programs
             # (several rows each, short rows: their accesses along rows are already wide)
             return None
         if T <= _TM_ONE_CHUNK_T:
-            block_t = _next_pow2(T)
-            warps = max(1, block_t // _TM_ONE_CHUNK_WARP_STEPS)
-            return Plan(_TM_ONE_CHUNK_ROWS, block_t, warps, 1, block_t, False, True)
+            return _tm_one_chunk(_TM_ONE_CHUNK_ROWS, T)
         if wide and row_blocks >= _TM_WIDE_MIN_BLOCKS:
             # about a row block per SM already: one pass of wider tiles (pipelined), where a
             # split would read everything twice
@@ -1469,6 +1462,13 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     per_seg = _cdiv(n_chunks, segments)
     segments = _cdiv(n_chunks, per_seg)
     return Plan(block_n, block_t, num_warps, segments, per_seg * block_t, False, True, _tm_stages(per_seg))
+
+
+def _tm_one_chunk(rows: int, T: int, warps: int = 0) -> Plan:
+    """A time-major plan of one chunk a row: ``rows`` rows by ``next_pow2(T)`` steps on
+    ``warps`` warps (0: a warp per ``_TM_ONE_CHUNK_WARP_STEPS`` steps), one segment."""
+    block_t = _next_pow2(T)
+    return Plan(rows, block_t, warps or max(1, block_t // _TM_ONE_CHUNK_WARP_STEPS), 1, block_t, False, True)
 
 
 def _tm_stages(chunks: int) -> int:
