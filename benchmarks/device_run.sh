@@ -77,10 +77,10 @@
 #   s45-vtrace64, ~1.5 min: V-trace's 64-step lanes tiles as [16, 64] on 4 warps or two rows a
 #   lane on 2 warps against the shipped [8, 64] on 2 (16384 x 64 is 1.2506x of the floor kernel);
 #   s46-tm-small, ~5 min: launch._TM_SMALL_ROWS (off as shipped) at 4 and 8 rows against it
-#   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), every kernel form, then
+#   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), five estimators, then
 #   its GPU test (forced on); if a setting wins, ship it with test_tm_small_plans's expectations;
 #   s46-tm-small-long, ~5 min: launch._TM_SMALL_LONG_FORMS (none as shipped) set to every form,
-#   on 4 or 8 rows, against none: time-major rows of 129-1024 steps in calls of at most 2^18
+#   on 4 or 8 rows, against none (five estimators): time-major rows of 129-1024 steps in calls of at most 2^18
 #   elements (512 x 512, 256 x 1024, 128 x 1024), then its GPU test; a form that wins goes into
 #   the set, with test_tm_small_plans's expectations;
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,

@@ -716,8 +716,9 @@ _TM_LONG_GPU = [
 def test_tm_long_tiles(k, monkeypatch, poisoned):
     """Time-major rows of 129 to 512 steps on the time-major lanes tiles of a whole 256- or
     512-step row (launch._TM_LANES_TILES' narrow-only 256- and 512-step tiles: 32 rows a program,
-    32 warps, Triton < 3.7) within each form's bounds, discounted returns to the window edge by their own: against the
-    float64 reference with outputs poisoned, row counts that are no multiple of the tile,
+    32 warps, Triton < 3.7) within each form's bounds, discounted returns to the window edge by
+    their own: against the float64 reference with outputs poisoned, row counts that are no
+    multiple of the tile,
     rows padded inside it, bfloat16 inputs, truncations; past the bounds, for GAE's 512-step
     rows, and on Triton 3.7 or later the time-major tiles run."""
     from rltriton.kernels import launch
