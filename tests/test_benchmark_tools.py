@@ -46,3 +46,59 @@ def test_estimator_plan_is_the_launchers(h200):
     assert common.estimator_plan("gae", (64, 512), device="cpu",
                                  plan_for=lambda *a, **k: seen.append(a) or original(*a, **k)) is not None
     assert seen and seen[0][:2] == (64, 512), seen
+
+
+def _run_file(path, started, rows, gpu="NVIDIA H200", **args):
+    """A results file of benchmarks/run.py with these rows: (estimator, shape, ours, floor, tm)."""
+    import json
+
+    out = []
+    for est, shape, ours, floor, tm in rows:
+        cands = {"rltriton": {"device_us": ours, "full_us": 20.0, "ok": True}}
+        if tm is not None:
+            cands["rltriton(tm)"] = {"device_us": tm, "full_us": 20.0, "ok": True}
+        out.append({"estimator": est, "shape": list(shape), "category": "classic", "candidates": cands,
+                    "skipped": {}, "floor": {"device_us": floor, "full_us": 18.0}, "bw_floor_us": floor})
+    meta = {"date": started[:10], "started": started, "gpu": gpu, "grid": "custom", "truncations": False,
+            "args": {"dtype": "fp32", **args}, "git": {"commit": path.stem}}
+    path.write_text(json.dumps({"meta": meta, "rows": out}))
+    return path
+
+
+def test_standing_takes_the_newest_verdict_of_each_row(tmp_path):
+    """``benchmarks/standing.py``: each (row, goal) verdict comes from the newest run that
+    gives one, whatever the order of the files; runs of bf16 inputs, truncations, another GPU
+    and files that are not run.py's do not count; rows off the grids count only when asked,
+    and a shape of two grids (4096 x 128) counts in both."""
+    standing = pytest.importorskip("benchmarks.standing")
+    old = _run_file(tmp_path / "old.json", "2026-12-01T10:00:00",
+                    [("gae", (512, 4096), 10.0, 5.0, 30.0),     # 2.0x: the newer run overrides it
+                     ("gae", (4096, 128), 3.0, 2.0, 3.0),       # 1.5x, and no newer verdict: stands
+                     ("gae", (512, 2048), 4.0, 3.9, 4.0)])      # 1.03x, no newer verdict: stands
+    new = _run_file(tmp_path / "new.json", "2026-12-03T09:00:00",
+                    [("gae", (512, 4096), 6.0, 5.0, None),      # 1.2x, no time-major figure
+                     ("gae", (1, 8192), 9.0, 3.0, None)])       # off the grids
+    ignored = [_run_file(tmp_path / "bf16.json", "2026-12-04T00:00:00", [("gae", (512, 4096), 99.0, 5.0, None)],
+                         dtype="bf16"),
+               _run_file(tmp_path / "trunc.json", "2026-12-04T00:00:00", [("gae", (512, 4096), 99.0, 5.0, None)],
+                         truncations=True),
+               _run_file(tmp_path / "a100.json", "2026-12-04T00:00:00", [("gae", (512, 4096), 99.0, 5.0, None)],
+                         gpu="NVIDIA A100")]
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"sweep": [1, 2]}')
+    assert standing.load_run(notes) is None
+    runs = [standing.load_run(p) for p in (new, *ignored, old, notes)]
+    best = standing.verdicts([r for r in runs if r is not None and standing.counts(r["meta"], "H200")])
+    floor_goal, tm_goal = "device <= 1.25 x floor", "time-major device <= 1.25 x batch-major"
+    v = best[("gae 512x4096", floor_goal)]
+    assert v["pass"] and v["file"] == "new.json" and v["commit"] == "new", v
+    v = best[("gae 512x4096", tm_goal)]  # the newer run has no time-major figure: the older one decides
+    assert not v["pass"] and v["file"] == "old.json", v
+    assert best[("gae 4096x128", floor_goal)]["grids"] == ["classic", "massive"]
+    assert ("gae 1x8192", floor_goal) not in best
+    text = standing.report([r for r in runs if r is not None], "H200")
+    assert f"| {floor_goal} | 2 of 3 | 0 of 1 | — |" in text, text
+    assert "| gae 4096x128 | classic, massive | 1.50x | `old.json` | `old` |" in text, text
+    assert "99" not in text and "1x8192" not in text
+    text = standing.report([r for r in runs if r is not None], "H200", all_rows=True)
+    assert f"| {floor_goal} | 2 of 3 | 0 of 1 | — | 0 of 1 |" in text, text
