@@ -145,8 +145,9 @@ def sass(compiled, lines: bool = False) -> str:
 
 
 def resources(compiled) -> str:
-    """``REG:n ... LOCAL:n ...`` of the compiled kernel's cubin (cuobjdump's resource usage:
-    the registers ptxas gave it under any cap, and the local memory of its spills)."""
+    """``REG:n STACK:n ... LOCAL:n`` of the compiled kernel's cubin (cuobjdump's resource
+    usage): the registers ptxas gave it under any cap, and the bytes of its stack frame, where
+    its spills go (``STL``/``LDL`` in the listing; ``LOCAL`` stays 0 for them)."""
     import triton
 
     tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
@@ -156,7 +157,10 @@ def resources(compiled) -> str:
         out = subprocess.run([str(tools / "cuobjdump"), "-res-usage", str(cubin)], capture_output=True, text=True,
                              check=True).stdout
     m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out)
-    return f"{m.group(1)} registers, {m.group(4)} bytes of local memory" if m else "resources unknown"
+    if not m:
+        return "resources unknown"
+    local = f", {m.group(4)} bytes of local memory" if m.group(4) != "0" else ""
+    return f"{m.group(1)} registers, {m.group(2)} bytes of stack (spills){local}"
 
 
 def by_line(listing: str) -> collections.Counter:
