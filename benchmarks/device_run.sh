@@ -83,6 +83,15 @@
 #   on 4 or 8 rows, against none (five estimators): time-major rows of 129-1024 steps in calls of at most 2^18
 #   elements (512 x 512, 256 x 1024, 128 x 1024), then its GPU test; a form that wins goes into
 #   the set, with test_tm_small_plans's expectations;
+#   s47-whole-row-a, ~6 min: launch._WHOLE_ROW_MAXNREG (none as shipped): whole 4096-step rows on
+#   8 warps capped at 64 registers, four programs an SM (one wave at 512 x 4096), for GAE,
+#   TD(lambda), discounted returns and traces, against the plans as shipped, then its GPU test;
+#   s47-whole-row-b, ~6 min: the same for V-trace, Retrace and the action form, which walk such
+#   rows in chunks as shipped, on 8 warps (c8) and on 16 (c16, two programs an SM);
+#   s47-2k-4warps, ~2.5 min: whole 2048-step rows of GAE and TD(lambda) on 4 warps (16 steps a
+#   thread: TD(lambda) 440 -> 720 SASS a thread, 48 -> 74 registers) against 8 (A/B only);
+#   if a setting wins, ship it with test_whole_row_registers' plans as the default (and a
+#   planner test of where it applies);
 #   s43-rows-t-gate, ~6 min: launch._ROWS_T on with its plan gate (session 43) against it off,
 #   twice, then the grid's GPU tests; s43-tm128, ~1 min: V-trace's and Retrace's time-major
 #   one-chunk tiles' shapes; s43-vtrace-lanes64, ~1 min, and s43-vtrace-lanes64-check, ~2 min:
@@ -709,6 +718,40 @@ or tm_long_tiles" \
         base2 | grep -v "^$" | tail -30
       grep -h "^_TM_SMALL_LONG_FORMS\|^_TM_SMALL_LONG_ROWS" _ab/s46_tm_small_long/*/$L
       gpu_tests 200 "tm_small_long_tiles" gpu_s46_tm_small_long.log ;;
+    s47-whole-row-a|s47-whole-row-b)
+      # whole 4096-step rows in one wave at 512 x 4096 (launch._WHOLE_ROW_MAXNREG; its comment has
+      # the SASS counts): c8 = 8 warps capped at 64 (GAE's and TD(lambda)'s whole rows on 8 warps
+      # beyond one program an SM; V-trace's and Retrace's one chunk up to 4 programs an SM);
+      # c16 = 16 warps, two programs an SM, for V-trace and Retrace (GAE's and TD(lambda)'s plan
+      # already); then the GPU test of both (every estimator, float32 and bfloat16)
+      caps='{"gae": 64, "td_lambda": 64, "vtrace": 64, "retrace": 64, "retrace_actions": 64, "forward": 64}'
+      cap="s/^_WHOLE_ROW_MAXNREG: dict\[str, int\] = {}$/_WHOLE_ROW_MAXNREG: dict[str, int] = $caps/"
+      rows='s/"vtrace": (2.0, 0.7, 1.0, True), "retrace": (2.0,/"vtrace": (4.0, 0.7, 1.0, True), "retrace": (4.0,/'
+      rows+='; s/"retrace_actions": (1.0, 0.7,/"retrace_actions": (4.0, 0.7,/'
+      w='s/^_ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}$/_ONE_CHUNK_WARPS = '
+      c8="$cap; $rows; $w"'{"gae": (8, 1.0), "td_lambda": (8, 1.0)}/'
+      c16="$cap; $rows; $w"'{"gae": (8, 8.0), "td_lambda": (8, 8.0), "vtrace": (16, 8.0), "retrace": (16, 8.0), '
+      c16+='"retrace_actions": (16, 8.0)}/'
+      if [[ $stage == s47-whole-row-a ]]; then
+        variants_ab s47_whole_row_a 300 gae,td_lambda,discounted_returns,traces \
+          512x4096,384x4096,256x4096,200x4096,1024x4096,512x4000 base c8="$c8" base2 | grep -v "^$" | tail -30
+        gpu_tests 150 "whole_row_registers and (gae or td_lambda or discounted_returns or traces or prefix_sum)" \
+          gpu_s47_whole_row_a.log
+      else
+        variants_ab s47_whole_row_b 300 vtrace,retrace,retrace_av \
+          512x4096,384x4096,256x4096,200x4096,1024x4096,512x4000 base c8="$c8" c16="$c16" base2 | grep -v "^$" | tail -24
+        gpu_tests 150 "whole_row_registers and (vtrace or retrace)" gpu_s47_whole_row_b.log
+      fi
+      grep -h '^_WHOLE_ROW_MAXNREG\|^_ONE_CHUNK_WARPS =\|"vtrace": (.\..*"retrace": (\|"retrace_actions": (' \
+        _ab/s47_whole_row_?/*/$L ;;
+    s47-2k-4warps)
+      # whole 2048-step rows (one wave at 512 x 2048 already) on 4 warps, 16 steps a thread, for
+      # GAE's and TD(lambda)'s kernels (_ONE_CHUNK_WARPS' first entry), A/B only
+      w4='s/^_ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}$/_ONE_CHUNK_WARPS = {"gae": (4, 8.0), '
+      w4+='"td_lambda": (4, 8.0)}/'
+      variants_ab s47_2k_4warps 150 gae,td_lambda,discounted_returns 512x2048,1000x2048,2048x2048,4096x2048,300x2000 \
+        base w4="$w4" base2 | grep -v "^$" | tail -20
+      grep -h "^_ONE_CHUNK_WARPS =" _ab/s47_2k_4warps/*/$L ;;
     s45-vtrace64)
       # V-trace 16384 x 64 (1.2506x of the floor kernel in session 45's harness run, the goal
       # 1.25x): its [8, 64] lanes tiles on 2 warps (424 SASS a thread for 8 elements, 80

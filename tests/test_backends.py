@@ -1361,6 +1361,41 @@ def test_loop_registers(monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+def test_whole_row_registers(monkeypatch, poisoned):
+    """launch._WHOLE_ROW_MAXNREG caps the registers of the forms it names where a program holds a
+    whole batch-major row of 2049 to 4096 steps in one chunk of 4096 on more programs than SMs,
+    and nowhere else: not a form it does not name, not rows on at most one program an SM,
+    2048-step rows, time-major storage, float64 (no whole-row plan) or a split row; results
+    still match the float64 reference (the interpreter ignores the cap itself: the H200 runs
+    it, tests/test_gpu.py::test_whole_row_registers)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_device_sms", lambda device: 2)  # 3 rows: 1.5 programs an SM
+    monkeypatch.setattr(poisoned, "_WHOLE_ROW_MAXNREG", {"forward": 64, "vtrace": 80})
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("maxnreg"), pl.block_t, pl.segments))
+    cases = [  # (estimator, shape, case options, (cap, tile steps, segments) of each launch)
+        ("traces", (3, 4096), {}, [(64, 4096, 1)]),  # the forward kernel
+        ("prefix_sum", (3, 4000), {}, [(64, 4096, 1)]),
+        ("vtrace", (3, 4000), {}, [(80, 4096, 1)]),
+        ("gae", (3, 4096), {}, [(None, 4096, 1)]),  # not named
+        ("traces", (2, 4096), {}, [(None, 4096, 1)]),  # one program an SM
+        ("traces", (3, 2048), {}, [(None, 2048, 1)]),
+        ("traces", (3, 4096), {"time_major": True}, None),
+        ("traces", (3, 4096), {"dtype": torch.float64}, None),
+    ]
+    poisoned.clear_caches()
+    try:
+        for name, shape, kw, want in cases:
+            seen.clear()
+            check(make_case(name, shape, flags="both", seed=87, **kw), "triton")
+            if want is None:  # another plan, uncapped
+                assert seen and all(cap is None for cap, _, _ in seen), (name, shape, kw, seen)
+            else:
+                assert seen == want, (name, shape, kw, seen)
+    finally:
+        poisoned.clear_caches()
+
+
 def test_group_scan_loop_forms(monkeypatch, poisoned):
     """In a chunk loop the forms of launch._GROUP_SCAN_LOOP (all but Retrace's lagged
     coefficients: GAE, TD(lambda), discounted returns on its kernel, V-trace, Retrace's
