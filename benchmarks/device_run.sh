@@ -87,7 +87,8 @@
 #   8 warps capped at 64 registers, four programs an SM (one wave at 512 x 4096), for GAE,
 #   TD(lambda), discounted returns and traces, against the plans as shipped, then its GPU test;
 #   s47-whole-row-b, ~6 min: the same for V-trace, Retrace and the action form, which walk such
-#   rows in chunks as shipped, on 8 warps (c8) and on 16 (c16, two programs an SM);
+#   rows in chunks as shipped, on 8 warps (c8) and on 16 (c16, two programs an SM), and V-trace's
+#   2048-step rows on 8 warps capped (c8; 16 as shipped, two programs an SM at 512 x 2048);
 #   s47-2k-4warps, ~2.5 min: whole 2048-step rows of GAE and TD(lambda) on 4 warps (16 steps a
 #   thread: TD(lambda) 440 -> 720 SASS a thread, 48 -> 74 registers) against 8 (A/B only);
 #   if a setting wins, ship it with test_whole_row_registers' plans as the default (and a
@@ -720,8 +721,9 @@ or tm_long_tiles" \
       gpu_tests 200 "tm_small_long_tiles" gpu_s46_tm_small_long.log ;;
     s47-whole-row-a|s47-whole-row-b)
       # whole 4096-step rows in one wave at 512 x 4096 (launch._WHOLE_ROW_MAXNREG; its comment has
-      # the SASS counts): c8 = 8 warps capped at 64 (GAE's and TD(lambda)'s whole rows on 8 warps
-      # beyond one program an SM; V-trace's and Retrace's one chunk up to 4 programs an SM);
+      # the SASS counts): c8 = 8 warps capped at 64 (GAE's, TD(lambda)'s and V-trace's whole rows
+      # on 8 warps beyond one program an SM, V-trace's 2048-step rows too; V-trace's and
+      # Retrace's one chunk up to 4 programs an SM);
       # c16 = 16 warps, two programs an SM, for V-trace and Retrace (GAE's and TD(lambda)'s plan
       # already); then the GPU test of both (every estimator, float32 and bfloat16)
       caps='{"gae": 64, "td_lambda": 64, "vtrace": 64, "retrace": 64, "retrace_actions": 64, "forward": 64}'
@@ -729,7 +731,7 @@ or tm_long_tiles" \
       rows='s/"vtrace": (2.0, 0.7, 1.0, True), "retrace": (2.0,/"vtrace": (4.0, 0.7, 1.0, True), "retrace": (4.0,/'
       rows+='; s/"retrace_actions": (1.0, 0.7,/"retrace_actions": (4.0, 0.7,/'
       w='s/^_ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}$/_ONE_CHUNK_WARPS = '
-      c8="$cap; $rows; $w"'{"gae": (8, 1.0), "td_lambda": (8, 1.0)}/'
+      c8="$cap; $rows; $w"'{"gae": (8, 1.0), "td_lambda": (8, 1.0), "vtrace": (8, 1.0)}/'
       c16="$cap; $rows; $w"'{"gae": (8, 8.0), "td_lambda": (8, 8.0), "vtrace": (16, 8.0), "retrace": (16, 8.0), '
       c16+='"retrace_actions": (16, 8.0)}/'
       if [[ $stage == s47-whole-row-a ]]; then
@@ -739,7 +741,7 @@ or tm_long_tiles" \
           gpu_s47_whole_row_a.log
       else
         variants_ab s47_whole_row_b 300 vtrace,retrace,retrace_av \
-          512x4096,384x4096,256x4096,200x4096,1024x4096,512x4000 base c8="$c8" c16="$c16" base2 | grep -v "^$" | tail -24
+          512x4096,384x4096,256x4096,1024x4096,512x2048,4096x2048 base c8="$c8" c16="$c16" base2 | grep -v "^$" | tail -24
         gpu_tests 150 "whole_row_registers and (vtrace or retrace)" gpu_s47_whole_row_b.log
       fi
       grep -h '^_WHOLE_ROW_MAXNREG\|^_ONE_CHUNK_WARPS =\|"vtrace": (.\..*"retrace": (\|"retrace_actions": (' \

@@ -1363,9 +1363,9 @@ def test_loop_registers(monkeypatch, poisoned):
 
 def test_whole_row_registers(monkeypatch, poisoned):
     """launch._WHOLE_ROW_MAXNREG caps the registers of the forms it names where a program holds a
-    whole batch-major row of 2049 to 4096 steps in one chunk of 4096 on more programs than SMs,
-    and nowhere else: not a form it does not name, not rows on at most one program an SM,
-    2048-step rows, time-major storage, float64 (no whole-row plan) or a split row; results
+    whole batch-major row of 1025 to 4096 steps in one chunk of 2048 or 4096 on more programs
+    than SMs, and nowhere else: not a form it does not name, not rows on at most one program an
+    SM, 1024-step tiles, time-major storage, float64 (no whole-row plan) or a split row; results
     still match the float64 reference (the interpreter ignores the cap itself: the H200 runs
     it, tests/test_gpu.py::test_whole_row_registers)."""
     if not INTERPRET:
@@ -1379,7 +1379,8 @@ def test_whole_row_registers(monkeypatch, poisoned):
         ("vtrace", (3, 4000), {}, [(80, 4096, 1)]),
         ("gae", (3, 4096), {}, [(None, 4096, 1)]),  # not named
         ("traces", (2, 4096), {}, [(None, 4096, 1)]),  # one program an SM
-        ("traces", (3, 2048), {}, [(None, 2048, 1)]),
+        ("traces", (3, 2000), {}, [(64, 2048, 1)]),
+        ("traces", (3, 1024), {}, [(None, 1024, 1)]),
         ("traces", (3, 4096), {"time_major": True}, None),
         ("traces", (3, 4096), {"dtype": torch.float64}, None),
     ]

@@ -385,29 +385,41 @@ def test_loop_registers(shape, name, monkeypatch):
     assert used and all(u is not None for u in used), used
 
 
+# the settings device_run.sh s47-whole-row-a and -b time, by warps of a whole 4096-step row
+_WHOLE_ROW_WARPS = {8: {"gae": (8, 1.0), "td_lambda": (8, 1.0), "vtrace": (8, 1.0)},
+                    16: {"gae": (8, 8.0), "td_lambda": (8, 8.0), "vtrace": (16, 8.0), "retrace": (16, 8.0),
+                         "retrace_actions": (16, 8.0)}}
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize("shape", [(512, 4096), (300, 4000)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("shape", [(512, 4096), (300, 4000), (512, 2048)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("warps", [8, 16])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_whole_row_registers(shape, name, warps, dtype, monkeypatch):
-    """launch._WHOLE_ROW_MAXNREG at 64 for every kernel form (none as shipped), with each form's
-    whole 4096-step rows in one chunk up to 4 programs an SM (_ONE_CHUNK_ROWS) on 8 warps, or on
-    16 (_ONE_CHUNK_WARPS; the forward kernel keeps its 8), as ``device_run.sh s47-whole-row-a``
-    and ``-b`` time them: capped kernels that spill (V-trace, Retrace, the action form, GAE) are
-    still right, float32 and bfloat16, replay included."""
+    """launch._WHOLE_ROW_MAXNREG at 64 for every kernel form (none as shipped), each form's whole
+    4096-step rows in one chunk up to 4 programs an SM (_ONE_CHUNK_ROWS), on 8 warps or on 16
+    (_ONE_CHUNK_WARPS; the forward kernel keeps its 8; V-trace's 2048-step rows on 8 with the
+    former), as ``device_run.sh s47-whole-row-a`` and ``-b`` time them: capped kernels that
+    spill (V-trace, Retrace, the action form, GAE) are still right, float32 and bfloat16,
+    replay included."""
     from rltriton.kernels import launch
 
-    forms = ("gae", "td_lambda", "vtrace", "retrace", "retrace_actions")
     rows = dict(launch._ONE_CHUNK_ROWS)
     for f in ("vtrace", "retrace", "retrace_actions"):
         rows[f] = (4.0, *rows[f][1:])
-    settings = {"_WHOLE_ROW_MAXNREG": {f: 64 for f in (*forms, "forward")}, "_ONE_CHUNK_ROWS": rows,
-                "_ONE_CHUNK_WARPS": {f: (launch._ONE_CHUNK_WARPS.get(f, launch._ONE_CHUNK_WARPS_DEFAULT)[0],
-                                         1.0 if warps == 8 else 8.0) for f in forms}}
+    settings = {"_WHOLE_ROW_MAXNREG": {f: 64 for f in (*launch._FORMS, "forward")}, "_ONE_CHUNK_ROWS": rows,
+                "_ONE_CHUNK_WARPS": _WHOLE_ROW_WARPS[warps]}
     used = _forced(monkeypatch, settings, name, shape, 31, f"whole rows, {warps} warps, capped",
                    lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments, kw.get("maxnreg")), dtype=dtype)
-    want = 8 if name in ("traces", "prefix_sum") else warps
-    assert used and set(used) == {(4096, want, 1, 64)}, used
+    form = {"discounted_returns": "td_lambda", "retrace_av": "retrace_actions", "traces": "forward",
+            "prefix_sum": "forward"}.get(name, name)
+    if form == "forward":
+        want = 8
+    elif shape[1] > 2048:
+        want = warps
+    else:
+        want = _WHOLE_ROW_WARPS[warps].get(form, launch._ONE_CHUNK_WARPS_DEFAULT)[0]
+    assert used and set(used) == {(4096 if shape[1] > 2048 else 2048, want, 1, 64)}, used
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)

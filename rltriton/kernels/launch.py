@@ -292,31 +292,34 @@ _ONE_CHUNK_ROWS = {"gae": (32.0, 0.7, 3.0, True), "td_lambda": (8.0, 0.7, 2.0, T
 # of 16 keep 16 warps only up to one program an SM, as before (8 warps lost there).
 _ONE_CHUNK_WARPS_DEFAULT = (16, 1.0)
 _ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}
-# A register cap (Triton's ``maxnreg``) per kernel form for whole batch-major rows of 2049 to
-# 4096 steps in one chunk of 4096, one a program, on more programs than SMs (session 47; none
-# as shipped, untimed). The classic grid's 512 x 4096 (512 programs on 132 SMs, 3.9 an SM) is
-# the one row every estimator misses: GAE's and TD(lambda)'s kernels hold it on 16 warps, 8
-# steps a thread, two programs an SM (two waves); the forward kernel on 8 warps at 72
-# registers, three an SM (two waves); V-trace and Retrace walk it in chunks. Their time there
-# is near what they take to issue their instructions (SASS a thread x warps x programs / (132
-# SMs x 4 schedulers): TD(lambda) about 4.3 us at 1.98 GHz of its 7.8, discounted returns 3.9
-# of 7.0), so a plan that issues fewer and runs in one wave may gain: on 8 warps a thread's 16
-# steps take fewer instructions a step (the scans across threads serve more steps), and at 64
-# registers four programs of 8 warps are resident an SM, 528 on 132 SMs. SASS a thread, Triton
-# 3.6 (benchmarks/sass_counts.py NAME 512x4096 SETTINGS; registers, stack bytes of spills),
-# the plan now -> one chunk on 8 warps -> capped at 64: TD(lambda) 552 (53) on 16 warps -> 824
-# (80) -> 856 (64, 16 B), discounted returns 496 -> 720 -> 752 (0 B), GAE 552 -> 792 (88) -> 856
-# (96 B), the forward kernel 680 (72) -> 696 (24 B); Retrace's chunk loop ([1, 1024] on 8 warps,
-# 60 registers, its body 4 times) 632 -> 896 (107) -> 1048 (208 B), V-trace's ([1, 512] on 4
-# warps, 119, 8 times) 720 -> 1232 (205) -> 1632 (520 B), the action form's (80) 1112 -> 2448
-# (244) -> 3072 (656 B). On 16 warps, two programs an SM (two waves): Retrace 576 (60, no cap
-# needed), V-trace 728 (111) -> 824 capped at 64 (120 B), the action form 1336 (128) -> 1496
-# (208 B). With Triton 3.8 (CI's) at 64 on 8 warps: TD(lambda) 768 (0 B), GAE 792 (64 B), the
-# forward kernel 696 (24 B). A whole 4096-step row takes 8 warps beyond _ONE_CHUNK_WARPS'
-# bound (GAE's and TD(lambda)'s 8 programs an SM) and one chunk within _ONE_CHUNK_ROWS' (V-trace
-# and Retrace 2, the action form 1), so the A/B sets those too: `device_run.sh s47-whole-row-a`
-# (GAE, TD(lambda), discounted returns, traces on 8 warps) and `-b` (V-trace, Retrace, the
-# action form on 8 and on 16 warps). tests/test_gpu.py::test_whole_row_registers.
+# A register cap (Triton's ``maxnreg``) per kernel form for whole batch-major rows of 1025 to
+# 4096 steps in one chunk of 2048 or 4096, one a program, on more programs than SMs (session 47;
+# none as shipped, untimed). The classic grid's 512 x 4096 (512 programs on 132 SMs, 3.9 an SM)
+# is the one row every estimator misses: GAE's and TD(lambda)'s kernels hold it on 16 warps, 8
+# steps a thread, two programs an SM (two waves); the forward kernel on 8 warps at 72 registers,
+# three an SM (two waves); V-trace and Retrace walk it in chunks. Their time there is near what
+# they take to issue their instructions (SASS a thread x warps x programs / (132 SMs x 4
+# schedulers): TD(lambda) about 4.3 us at 1.98 GHz of its 7.8, discounted returns 3.9 of 7.0),
+# so a plan that issues fewer and runs in one wave may gain: on 8 warps a thread's 16 steps take
+# fewer instructions a step (the scans across threads serve more steps), and at 64 registers
+# four programs of 8 warps are resident an SM, 528 on 132 SMs. SASS a thread, Triton 3.6
+# (benchmarks/sass_counts.py NAME 512x4096 SETTINGS; registers, stack bytes of spills), the plan
+# now -> one chunk on 8 warps -> capped at 64: TD(lambda) 552 (53) on 16 warps -> 824 (80) ->
+# 856 (64, 16 B), discounted returns 496 -> 720 -> 752 (0 B), GAE 552 -> 792 (88) -> 856 (96 B),
+# the forward kernel 680 (72) -> 696 (24 B); Retrace's chunk loop ([1, 1024] on 8 warps, 60
+# registers, its body 4 times) 632 -> 896 (107) -> 1048 (208 B), V-trace's ([1, 512] on 4 warps,
+# 119, 8 times) 720 -> 1232 (205) -> 1632 (520 B), the action form's (80) 1112 -> 2448 (244) ->
+# 3072 (656 B). On 16 warps, two programs an SM (two waves): Retrace 576 (60, no cap needed),
+# V-trace 728 (111) -> 824 capped at 64 (120 B), the action form 1336 (128) -> 1496 (208 B).
+# With Triton 3.8 (CI's) at 64 on 8 warps: TD(lambda) 768 (0 B), GAE 792 (64 B), the forward
+# kernel 696 (24 B). At 512 x 2048 the others run in one wave already (8 warps, 40-51 registers)
+# but V-trace holds its rows on 16 warps at 58 registers, two programs an SM: on 8 capped at 64,
+# 392 -> 728 (104 B; uncapped 656 at 112 registers). A whole 4096-step row takes 8 warps beyond
+# _ONE_CHUNK_WARPS' bound (GAE's and TD(lambda)'s 8 programs an SM) and one chunk within
+# _ONE_CHUNK_ROWS' (V-trace and Retrace 2, the action form 1), so the A/B sets those too:
+# `device_run.sh s47-whole-row-a` (GAE, TD(lambda), discounted returns, traces on 8 warps) and
+# `-b` (V-trace, Retrace, the action form on 8 and on 16 warps; V-trace's 2048-step rows on 8 in
+# the former). tests/test_gpu.py::test_whole_row_registers.
 _WHOLE_ROW_MAXNREG: dict[str, int] = {}
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
@@ -1937,10 +1940,10 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
 
 def _with_whole_row_registers(meta: dict, pl: Plan, form: str, R: int, device: torch.device) -> dict:
     """``meta`` with the register cap of ``_WHOLE_ROW_MAXNREG`` for ``form`` when ``pl`` holds
-    whole batch-major rows of 2049 to 4096 steps in one chunk of 4096, one a program, on more
-    programs than ``device`` has SMs (fewer are resident whatever their registers)."""
+    whole batch-major rows of 1025 to 4096 steps in one chunk of 2048 or 4096, one a program, on
+    more programs than ``device`` has SMs (fewer are resident whatever their registers)."""
     cap = _WHOLE_ROW_MAXNREG.get(form)
-    if (cap and not pl.time_major and pl.segments == 1 and pl.block_n == 1 and pl.block_t == 4096
+    if (cap and not pl.time_major and pl.segments == 1 and pl.block_n == 1 and pl.block_t in (2048, 4096)
             and pl.seg_len <= pl.block_t and R > _device_sms(device)):
         return {**meta, "maxnreg": cap}
     return meta
