@@ -297,16 +297,17 @@ _ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}
 # none as shipped, untimed). The classic grid's 512 x 4096 (512 programs on 132 SMs, 3.9 an SM)
 # is the one row every estimator misses: GAE's and TD(lambda)'s kernels hold it on 16 warps, 8
 # steps a thread, two programs an SM (two waves); the forward kernel on 8 warps at 72 registers,
-# three an SM (two waves); V-trace and Retrace walk it in chunks. Their time there is near what
-# they take to issue their instructions (SASS a thread x warps x programs / (132 SMs x 4
-# schedulers): TD(lambda) about 4.3 us at 1.98 GHz of its 7.8, discounted returns 3.9 of 7.0),
-# so a plan that issues fewer and runs in one wave may gain: on 8 warps a thread's 16 steps take
-# fewer instructions a step (the scans across threads serve more steps), and at 64 registers
-# four programs of 8 warps are resident an SM, 528 on 132 SMs. SASS a thread, Triton 3.6
-# (benchmarks/sass_counts.py NAME 512x4096 SETTINGS; registers, stack bytes of spills), the plan
-# now -> one chunk on 8 warps -> capped at 64: TD(lambda) 552 (53) on 16 warps -> 824 (80) ->
-# 856 (64, 16 B), discounted returns 496 -> 720 -> 752 (0 B), GAE 552 -> 792 (88) -> 856 (96 B),
-# the forward kernel 680 (72) -> 696 (24 B); Retrace's chunk loop ([1, 1024] on 8 warps, 60
+# three an SM (two waves); V-trace and Retrace walk it in chunks. Over half their time there is
+# what the SMs take to issue their instructions (SASS a thread x warps x programs / (132 SMs x 4
+# schedulers): TD(lambda) about 4.3 us at 1.98 GHz of its 7.8, discounted returns 3.9 of 7.0;
+# the floor kernel takes 4.7 and 3.9), and two rounds of programs an SM pay the loads' latency
+# twice, so a plan that issues fewer and runs in one round may gain: on 8 warps a thread's 16
+# steps take fewer instructions a step (the scans across threads serve more steps), and at 64
+# registers four programs of 8 warps are resident an SM, 528 on 132 SMs. SASS a thread, Triton
+# 3.6 (benchmarks/sass_counts.py NAME 512x4096 SETTINGS; registers, stack bytes of spills), the
+# plan now -> one chunk on 8 warps -> capped at 64: TD(lambda) 552 (53) on 16 warps -> 824 (80)
+# -> 856 (64, 16 B), discounted returns 496 -> 720 -> 752 (0 B), GAE 552 -> 792 (88) -> 856 (96
+# B), the forward kernel 680 (72) -> 696 (24 B); Retrace's chunk loop ([1, 1024] on 8 warps, 60
 # registers, its body 4 times) 632 -> 896 (107) -> 1048 (208 B), V-trace's ([1, 512] on 4 warps,
 # 119, 8 times) 720 -> 1232 (205) -> 1632 (520 B), the action form's (80) 1112 -> 2448 (244) ->
 # 3072 (656 B). On 16 warps, two programs an SM (two waves): Retrace 576 (60, no cap needed),
