@@ -89,6 +89,10 @@
 #   s47-whole-row-b, ~6 min: the same for V-trace, Retrace and the action form, which walk such
 #   rows in chunks as shipped, on 8 warps (c8) and on 16 (c16, two programs an SM), and V-trace's
 #   2048-step rows on 8 warps capped (c8; 16 as shipped, two programs an SM at 512 x 2048);
+#   s47-tm-lanes-regs, ~7 min: launch._TM_LANES_MAXNREG (none as shipped): the time-major lanes
+#   tiles capped at 64 registers on more programs than SMs (GAE 16384 x 128, V-trace's and
+#   Retrace's 8192 x 128: one program an SM, two rounds, as shipped), and V-trace's and
+#   Retrace's 128-step narrow tiles up to 16384 rows (t64w), then its GPU test;
 #   s47-2k-4warps, ~2.5 min: whole 2048-step rows of GAE and TD(lambda) on 4 warps (16 steps a
 #   thread: TD(lambda) 440 -> 720 SASS a thread, 48 -> 74 registers) against 8 (A/B only);
 #   if a setting wins, ship it with test_whole_row_registers' plans as the default (and a
@@ -746,6 +750,19 @@ or tm_long_tiles" \
       fi
       grep -h '^_WHOLE_ROW_MAXNREG\|^_ONE_CHUNK_WARPS =\|"vtrace": (.\..*"retrace": (\|"retrace_actions": (' \
         _ab/s47_whole_row_?/*/$L ;;
+    s47-tm-lanes-regs)
+      # the time-major lanes tiles capped at 64 registers on more programs than SMs
+      # (launch._TM_LANES_MAXNREG; its comment has the SASS counts): t64 for GAE, V-trace, Retrace
+      # and the action form, t64w with V-trace's and Retrace's 128-step narrow tiles up to 2
+      # programs of 64 rows an SM as well; then the GPU test (every estimator, fp32 and bf16)
+      t64='s/^_TM_LANES_MAXNREG: dict\[str, int\] = {}$/_TM_LANES_MAXNREG: dict[str, int] = {"gae": 64, "vtrace": 64, '
+      t64+='"retrace": 64, "retrace_actions": 64}/'
+      wide='s/^_TM_LAGGED_128 = dict(min_programs=0.45, max_programs=1.0, \*\*_TM_NARROW_ONLY)$/_TM_LAGGED_128 = '
+      wide+='dict(min_programs=0.45, max_programs=2.0, **_TM_NARROW_ONLY)/'
+      variants_ab s47_tm_lanes_regs 330 gae_tm,vtrace_tm,retrace_tm,retrace_av_tm \
+        8192x128,12288x128,16384x128,16384x64,32768x64 base t64="$t64" t64w="$t64; $wide" base2 | grep -v "^$" | tail -24
+      grep -h "^_TM_LANES_MAXNREG\|^_TM_LAGGED_128 =" _ab/s47_tm_lanes_regs/*/$L
+      gpu_tests 150 "tm_lanes_registers" gpu_s47_tm_lanes_regs.log ;;
     s47-2k-4warps)
       # whole 2048-step rows (one wave at 512 x 2048 already) on 4 warps, 16 steps a thread, for
       # GAE's and TD(lambda)'s kernels (_ONE_CHUNK_WARPS' first entry), A/B only

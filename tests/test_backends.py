@@ -1397,6 +1397,36 @@ def test_whole_row_registers(monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+def test_tm_lanes_registers(monkeypatch, poisoned):
+    """launch._TM_LANES_MAXNREG caps the registers of the forms it names where they take the
+    time-major lanes tiles on more programs than SMs, and nowhere else: not a form it does not
+    name, not as many programs as SMs or fewer, not batch-major storage; results still match
+    the float64 reference (the H200 runs the cap: tests/test_gpu.py::test_tm_lanes_registers)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
+    monkeypatch.setattr(poisoned, "_TM_LANES_MAXNREG", {"gae": 64, "vtrace": 80})
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, kw.get("maxnreg")))
+    cases = [  # (estimator, shape, time-major, (lanes tiles, rows a program, cap))
+        ("gae", (200, 64), True, (True, 64, 64)),  # 4 programs on 2 SMs
+        ("vtrace", (150, 64), True, (True, 64, 80)),
+        ("gae", (128, 64), True, (True, 64, None)),  # 2 programs
+        ("td_lambda", (200, 64), True, (True, 64, None)),  # not named
+        ("gae", (200, 64), False, None),  # batch-major: another plan, uncapped
+    ]
+    poisoned.clear_caches()
+    try:
+        for name, shape, tm, want in cases:
+            seen.clear()
+            check(make_case(name, shape, flags="both", seed=88, time_major=tm), "triton")
+            if want is None:
+                assert seen and all(not lanes and cap is None for lanes, _, cap in seen), (name, shape, seen)
+            else:
+                assert seen == [want], (name, shape, tm, seen)
+    finally:
+        poisoned.clear_caches()
+
+
 def test_group_scan_loop_forms(monkeypatch, poisoned):
     """In a chunk loop the forms of launch._GROUP_SCAN_LOOP (all but Retrace's lagged
     coefficients: GAE, TD(lambda), discounted returns on its kernel, V-trace, Retrace's

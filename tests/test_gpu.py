@@ -423,6 +423,32 @@ def test_whole_row_registers(shape, name, warps, dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(16384, 128), (8192, 128), (9000, 100), (32768, 64)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tm_lanes_registers(shape, name, dtype, monkeypatch):
+    """launch._TM_LANES_MAXNREG at 64 for every kernel form (none as shipped), V-trace's and
+    Retrace's 128-step narrow time-major lanes tiles up to 2 programs of 64 rows an SM (1 as
+    shipped), as ``device_run.sh s47-tm-lanes-regs`` times them: time-major, every launch on
+    the lanes tiles with more programs than SMs capped and the others not, capped kernels that
+    spill (GAE, V-trace, Retrace) still right, float32 and bfloat16, replay included."""
+    from rltriton.kernels import launch
+
+    tiles = {f: dict(t) for f, t in launch._TM_LANES_TILES.items()}
+    for f in ("vtrace", "retrace"):
+        tiles[f][128] = tiles[f][128]._replace(max_programs=2.0)
+    settings = {"_TM_LANES_MAXNREG": {f: 64 for f in (*launch._FORMS, "forward")}, "_TM_LANES_TILES": tiles}
+    sms = launch._device_sms(torch.device("cuda"))
+    used = _forced(monkeypatch, settings, name, shape, 32, "time-major lanes tiles, capped",
+                   lambda pl, kw: (pl.tm_lanes, -(-shape[0] // pl.block_n), kw.get("maxnreg")),
+                   time_major=True, dtype=dtype)
+    assert used and all(cap == (64 if lanes and programs > sms else None) for lanes, programs, cap in used), used
+    # the rows the cap is for (launch._TM_LANES_MAXNREG's comment) take it
+    if (name, shape) in {("gae", (16384, 128)), ("gae", (32768, 64)), ("vtrace", (8192, 128)),
+                         ("vtrace", (16384, 128)), ("retrace", (8192, 128)), ("retrace", (16384, 128))}:
+        assert any(cap == 64 for _, _, cap in used), used
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))
     calls = []

@@ -322,6 +322,22 @@ _ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}
 # `-b` (V-trace, Retrace, the action form on 8 and on 16 warps; V-trace's 2048-step rows on 8 in
 # the former). tests/test_gpu.py::test_whole_row_registers.
 _WHOLE_ROW_MAXNREG: dict[str, int] = {}
+# The same for the time-major lanes tiles (_TM_LANES_TILES; whole rows of up to 128 steps,
+# 32 or 64 rows a program) on more programs than SMs (session 47; none as shipped, untimed).
+# Where a form's tile takes more than 64 registers on 16 warps only one program an SM is
+# resident, and a call of more programs than SMs runs in two rounds or more. Triton 3.6,
+# time-major (benchmarks/sass_counts.py NAME RxT tm _TM_LANES_MAXNREG=...): GAE 16384 x 128
+# (256 programs of [64, 128] on 16 warps, 1.38x its batch-major time in session 43's run) 720
+# SASS a thread at 106 registers -> 928 at 64 (40 B of spills), one round instead of two;
+# V-trace 8192 x 128 ([32, 128] on 16 warps, 256 programs; session 45's narrow tiles) 776 at
+# 121 -> 1016 (160 B), Retrace 752 at 87 -> 840 (24 B); GAE 32768 x 64 ([64, 64] on 8 warps,
+# 512 programs, three an SM at 78 registers) 824 -> 4 an SM at 64. V-trace and Retrace took
+# the one-chunk time-major tiles at 16384 x 128 and beyond ([32, 16] on one warp, 207
+# registers: about 4 warps an SM) because the narrow lanes tiles lost there uncapped (one
+# program an SM, four rounds); capped, two an SM. `device_run.sh s47-tm-lanes-regs` times
+# them, with _TM_LAGGED_128's bound raised to 2 programs of 64 rows an SM in one variant;
+# tests/test_gpu.py::test_tm_lanes_registers.
+_TM_LANES_MAXNREG: dict[str, int] = {}
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
 # (`bash benchmarks/device_run.sh lookback`, 2026-11-30-h200-s10 notes), two passes ->
@@ -1939,6 +1955,15 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
     return meta
 
 
+def _with_tm_lanes_registers(meta: dict, pl: Plan, form: str, R: int, device: torch.device) -> dict:
+    """``meta`` with the register cap of ``_TM_LANES_MAXNREG`` for ``form`` when ``pl`` takes
+    the time-major lanes tiles on more programs than ``device`` has SMs."""
+    cap = _TM_LANES_MAXNREG.get(form)
+    if cap and pl.tm_lanes and _cdiv(R, pl.block_n) > _device_sms(device):
+        return {**meta, "maxnreg": cap}
+    return meta
+
+
 def _with_whole_row_registers(meta: dict, pl: Plan, form: str, R: int, device: torch.device) -> dict:
     """``meta`` with the register cap of ``_WHOLE_ROW_MAXNREG`` for ``form`` when ``pl`` holds
     whole batch-major rows of 1025 to 4096 steps in one chunk of 2048 or 4096, one a program, on
@@ -2494,7 +2519,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
                   form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
                   tm_lanes_edge=tm_lanes_edge, long_split=_LONG_SPLIT.get(split_form))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
-    meta = _with_whole_row_registers(meta, pl, kform, R, p.device)
+    meta = _with_tm_lanes_registers(_with_whole_row_registers(meta, pl, kform, R, p.device), pl, kform, R, p.device)
     if kind in ("gae", "td_lambda") and _map_reduce(pl, meta, split_form):
         meta = {**meta, "MAP_REDUCE": True}
     if kind in ("gae", "vtrace", "retrace"):
@@ -2625,6 +2650,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     if pl.tm_lanes:
         meta["TM_W"] = pl.num_warps
     meta["INTERIOR"] = _interior(pl, meta, forward=True)
-    meta = _with_whole_row_registers(meta, pl, "forward", R * F, p.device)
+    meta = _with_tm_lanes_registers(_with_whole_row_registers(meta, pl, "forward", R * F, p.device), pl, "forward",
+                                    R * F, p.device)
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
