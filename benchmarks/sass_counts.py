@@ -144,10 +144,11 @@ def sass(compiled, lines: bool = False) -> str:
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
-def resources(compiled) -> str:
-    """``REG:n STACK:n ... LOCAL:n`` of the compiled kernel's cubin (cuobjdump's resource
-    usage): the registers ptxas gave it under any cap, and the bytes of its stack frame, where
-    its spills go (``STL``/``LDL`` in the listing; ``LOCAL`` stays 0 for them)."""
+def resources(compiled) -> tuple[int, int, int] | None:
+    """``(registers, stack bytes, local bytes)`` from the compiled kernel's cubin
+    (cuobjdump's resource usage ``REG:n STACK:n ... LOCAL:n``): the registers ptxas gave it
+    under any cap, and its stack frame, where its spills go (``STL``/``LDL`` in the listing;
+    ``LOCAL`` stays 0 for them). None if cuobjdump does not say."""
     import triton
 
     tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
@@ -157,10 +158,42 @@ def resources(compiled) -> str:
         out = subprocess.run([str(tools / "cuobjdump"), "-res-usage", str(cubin)], capture_output=True, text=True,
                              check=True).stdout
     m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out)
-    if not m:
+    return (int(m.group(1)), int(m.group(2)), int(m.group(4))) if m else None
+
+
+# an H200 SM (sm_90): 64K registers, 64 warps, 32 programs, 228 KB of shared memory (1 KB of
+# it reserved a program); registers are given a warp in units of 256
+SM_REGS, SM_WARPS, SM_PROGRAMS, SM_SHARED, SM_SHARED_RESERVED = 65536, 64, 32, 228 * 1024, 1024
+SMS, SCHEDULERS, CLOCK_GHZ = 132, 4, 1.98
+
+
+def resident(regs: int, warps: int, shared: int) -> tuple[int, str]:
+    """Programs of ``warps`` warps at ``regs`` registers a thread and ``shared`` bytes of
+    shared memory resident at once on an SM, and what limits them."""
+    per_warp = -(-regs * 32 // 256) * 256
+    limits = {"registers": SM_REGS // (per_warp * warps), "warps": SM_WARPS // warps, "programs": SM_PROGRAMS,
+              "shared memory": SM_SHARED // (shared + SM_SHARED_RESERVED)}
+    by = min(limits, key=limits.get)
+    return limits[by], by
+
+
+def describe(compiled, spec: dict, n_sass: int) -> str:
+    """The registers and spills of one compiled launch, the programs an SM it keeps resident,
+    the rounds its grid takes on an H200, and the time to issue its static instruction count
+    (times its warps and programs, over 132 SMs x 4 schedulers at 1.98 GHz): about what a
+    kernel of a whole row in one chunk issues, less than a chunk loop does (its body runs once
+    a chunk), more than a kernel with a path it skips (the lazy cut's second scan)."""
+    res = resources(compiled)
+    if res is None:
         return "resources unknown"
-    local = f", {m.group(4)} bytes of local memory" if m.group(4) != "0" else ""
-    return f"{m.group(1)} registers, {m.group(2)} bytes of stack (spills){local}"
+    regs, stack, local = res
+    warps = spec["kw"]["num_warps"]
+    programs = spec["grid"][0] * spec["grid"][1]
+    per_sm, by = resident(regs, warps, compiled.metadata.shared)
+    issue = n_sass * warps * programs / (SMS * SCHEDULERS) / (CLOCK_GHZ * 1e3)
+    return (f"{regs} registers, {stack} bytes of stack (spills)" + (f", {local} bytes of local memory" if local else "")
+            + f"; {per_sm} programs an SM (by {by}), {programs / (per_sm * SMS):.2f} rounds on {SMS} SMs;"
+            f" static issue {issue:.2f} us")
 
 
 def by_line(listing: str) -> collections.Counter:
@@ -202,7 +235,8 @@ def main() -> None:
         counts = collections.Counter(o.split(".")[0] for o in ops)
         kw = spec["kw"]
         print(f"{spec['kernel']} PHASE {kw.get('PHASE')} grid {tuple(spec['grid'])} [{kw.get('BLOCK_N')}, "
-              f"{kw.get('BLOCK_T')}] on {kw.get('num_warps')} warps: {len(ops)} SASS instructions, {resources(k)}")
+              f"{kw.get('BLOCK_T')}] on {kw.get('num_warps')} warps: {len(ops)} SASS instructions, "
+              f"{describe(k, spec, len(ops))}")
         print("   " + ", ".join(f"{o} {n}" for o, n in counts.most_common(24)))
         if top:
             for (f, line), n in by_line(sass(k, lines=True)).most_common(top):
