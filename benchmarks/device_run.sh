@@ -74,8 +74,9 @@
 #   128-step lanes tiles from 7 programs an SM, V-trace's and Retrace's time-major 128-step
 #   narrow lanes tiles; and the 256- and 512-step ones, folded into launch._TM_LANES_TILES in
 #   session 46 with plans unchanged), then their rows through the harness against rl-triton;
-#   s45-vtrace64, ~1.5 min: V-trace's 64-step lanes tiles as [16, 64] on 4 warps or two rows a
-#   lane on 2 warps against the shipped [8, 64] on 2 (16384 x 64 is 1.2506x of the floor kernel);
+#   s45-vtrace64, ~3 min: V-trace's 64-step lanes tiles as [16, 64] on 4 warps or two rows a
+#   lane on 2 warps, or capped at 64 registers (c64, launch._LANES_MAXNREG, session 47), against
+#   the shipped [8, 64] on 2 (16384 x 64 is 1.2506x of the floor kernel), then c64's GPU test;
 #   s46-tm-small, ~5 min: launch._TM_SMALL_ROWS (off as shipped) at 4 and 8 rows against it
 #   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), five estimators, then
 #   its GPU test (forced on); if a setting wins, ship it with test_tm_small_plans's expectations;
@@ -776,11 +777,14 @@ or tm_long_tiles" \
       # 1.25x): its [8, 64] lanes tiles on 2 warps (424 SASS a thread for 8 elements, 80
       # registers; Triton 3.6) against [16, 64] on 4 warps (the same code a thread, half the
       # programs) and two rows a lane on 2 warps (792 for 16, 155 registers)
-      variants_ab s45_vtrace64 120 vtrace 8192x64,12288x64,16384x64,24576x64 base \
+      variants_ab s45_vtrace64 150 vtrace 8192x64,12288x64,16384x64,24576x64 base \
         w4='s/^_ROW_LANES_SHAPES: dict\[str, dict\[int, tuple\[int, int\]\]\] = {/&"vtrace": {64: (4, 1)}, /' \
         r2='s/^_ROW_LANES_SHAPES: dict\[str, dict\[int, tuple\[int, int\]\]\] = {/&"vtrace": {64: (2, 2)}, /' \
+        c64='s/^_LANES_MAXNREG: dict\[str, int\] = {}$/_LANES_MAXNREG: dict[str, int] = {"vtrace": 64}/' \
         base2 | grep -v "^$" | tail -6
-      grep -h "^_ROW_LANES_SHAPES" _ab/s45_vtrace64/*/$L ;;
+      grep -h "^_ROW_LANES_SHAPES\|^_LANES_MAXNREG" _ab/s45_vtrace64/*/$L
+      # (session 47's c64: its 2048 programs at 80 registers take 1.29 rounds, capped at 64 one)
+      gpu_tests 100 "lanes_registers and vtrace and not tm_lanes" gpu_s47_lanes_registers.log ;;
     s44-grid)
       # the harness's classic and massive rows of V-trace and TD(lambda) after session 43's V-trace
       # 64-step lanes tiles (A/B only in session 43), against rl-triton (carry .peers; ~3 min)

@@ -1397,32 +1397,37 @@ def test_whole_row_registers(monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
-def test_tm_lanes_registers(monkeypatch, poisoned):
-    """launch._TM_LANES_MAXNREG caps the registers of the forms it names where they take the
-    time-major lanes tiles on more programs than SMs, and nowhere else: not a form it does not
-    name, not as many programs as SMs or fewer, not batch-major storage; results still match
-    the float64 reference (the H200 runs the cap: tests/test_gpu.py::test_tm_lanes_registers)."""
+def test_lanes_registers(monkeypatch, poisoned):
+    """launch._TM_LANES_MAXNREG and _LANES_MAXNREG cap the registers of the forms they name where
+    those take the time-major lanes tiles, or the batch-major lanes tiles, on more programs
+    than SMs, and nowhere else: not a form they do not name, not as many programs as SMs or
+    fewer, not the other storage's plan; results still match the float64 reference (the H200
+    runs the caps: tests/test_gpu.py::test_tm_lanes_registers, ::test_lanes_registers)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
+    monkeypatch.setattr(poisoned, "_ROW_LANES", True)  # (Triton < 3.7's; the lanes tiles are off on 3.7+)
+    monkeypatch.setattr(poisoned, "_ROW_LANES_MIN_PROGRAMS", 0)
     monkeypatch.setattr(poisoned, "_TM_LANES_MAXNREG", {"gae": 64, "vtrace": 80})
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, kw.get("maxnreg")))
-    cases = [  # (estimator, shape, time-major, (lanes tiles, rows a program, cap))
-        ("gae", (200, 64), True, (True, 64, 64)),  # 4 programs on 2 SMs
-        ("vtrace", (150, 64), True, (True, 64, 80)),
-        ("gae", (128, 64), True, (True, 64, None)),  # 2 programs
-        ("td_lambda", (200, 64), True, (True, 64, None)),  # not named
-        ("gae", (200, 64), False, None),  # batch-major: another plan, uncapped
+    monkeypatch.setattr(poisoned, "_LANES_MAXNREG", {"td_lambda": 72})
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.lanes, pl.block_n, kw.get("maxnreg")))
+    cases = [  # (estimator, shape, time-major, cap) of the one launch
+        ("gae", (200, 64), True, 64),  # 4 time-major lanes programs of 64 rows on 2 SMs
+        ("vtrace", (150, 64), True, 80),
+        ("gae", (128, 64), True, None),  # 2 programs
+        ("td_lambda", (200, 64), True, None),  # not named for the time-major lanes tiles
+        ("td_lambda", (200, 32), False, 72),  # the batch-major lanes tiles
+        ("td_lambda", (20, 32), False, None),  # as many programs as SMs or fewer
+        ("gae", (200, 32), False, None),  # not named for them
     ]
     poisoned.clear_caches()
     try:
-        for name, shape, tm, want in cases:
+        for name, shape, tm, cap in cases:
             seen.clear()
             check(make_case(name, shape, flags="both", seed=88, time_major=tm), "triton")
-            if want is None:
-                assert seen and all(not lanes and cap is None for lanes, _, cap in seen), (name, shape, seen)
-            else:
-                assert seen == [want], (name, shape, tm, seen)
+            assert len(seen) == 1 and seen[0][0 if tm else 1], (name, shape, tm, seen)  # the lanes tiles
+            programs = -(-shape[0] // seen[0][2])
+            assert seen[0][3] == cap and (cap is None or programs > 2), (name, shape, tm, seen)
     finally:
         poisoned.clear_caches()
 

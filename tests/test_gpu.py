@@ -449,6 +449,26 @@ def test_tm_lanes_registers(shape, name, dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(16384, 64), (15001, 64), (32768, 32), (12288, 16)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_lanes_registers(shape, name, dtype, monkeypatch):
+    """launch._LANES_MAXNREG at 64 for every kernel form (none as shipped), as
+    ``device_run.sh s45-vtrace64`` times it for V-trace: batch-major, every launch on the lanes
+    tiles with more programs than SMs capped and the others not, capped kernels that spill
+    (V-trace's [8, 64] on 2 warps, 80 registers uncapped) still right, float32 and bfloat16,
+    replay included."""
+    from rltriton.kernels import launch
+
+    sms = launch._device_sms(torch.device("cuda"))
+    used = _forced(monkeypatch, {"_LANES_MAXNREG": {f: 64 for f in (*launch._FORMS, "forward")}}, name, shape, 33,
+                   "lanes tiles, capped", lambda pl, kw: (pl.lanes, -(-shape[0] // pl.block_n), kw.get("maxnreg")),
+                   dtype=dtype)
+    assert used and all(cap == (64 if lanes and programs > sms else None) for lanes, programs, cap in used), used
+    if (name, shape) in {("vtrace", (16384, 64)), ("vtrace", (15001, 64))}:  # the rows the cap is for
+        assert any(cap == 64 for _, _, cap in used), used
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 def test_auto_uses_triton_on_cuda(name, monkeypatch):
     case = on_gpu(make_case(name, (64, 100), seed=2))
     calls = []

@@ -338,6 +338,12 @@ _WHOLE_ROW_MAXNREG: dict[str, int] = {}
 # them, with _TM_LAGGED_128's bound raised to 2 programs of 64 rows an SM in one variant;
 # tests/test_gpu.py::test_tm_lanes_registers.
 _TM_LANES_MAXNREG: dict[str, int] = {}
+# The same for the (batch-major) lanes tiles (_ROW_LANES; session 47; none as shipped, untimed).
+# V-trace 16384 x 64, 1.2506x its floor kernel in session 45's run (the goal 1.25x): [8, 64]
+# on 2 warps (_ROW_LANES_WHOLE) at 80 registers keeps 12 programs an SM resident, so its 2048
+# programs take 1.29 rounds on 132 SMs; at 64, 16 an SM and one round (8192 x 64, 0.65 rounds,
+# is at 1.17x). `device_run.sh s45-vtrace64` times it beside the other shapes of those tiles.
+_LANES_MAXNREG: dict[str, int] = {}
 # Split rows by single-pass decoupled look-back (PHASE 3) instead of two launches. Correct
 # on the H200 (tests/test_gpu.py::test_lookback_split) but slower: H200, Triton 3.6
 # (`bash benchmarks/device_run.sh lookback`, 2026-11-30-h200-s10 notes), two passes ->
@@ -1955,24 +1961,24 @@ def _with_loop_registers(meta: dict, pl: Plan, form: str) -> dict:
     return meta
 
 
-def _with_tm_lanes_registers(meta: dict, pl: Plan, form: str, R: int, device: torch.device) -> dict:
-    """``meta`` with the register cap of ``_TM_LANES_MAXNREG`` for ``form`` when ``pl`` takes
-    the time-major lanes tiles on more programs than ``device`` has SMs."""
-    cap = _TM_LANES_MAXNREG.get(form)
-    if cap and pl.tm_lanes and _cdiv(R, pl.block_n) > _device_sms(device):
-        return {**meta, "maxnreg": cap}
-    return meta
-
-
-def _with_whole_row_registers(meta: dict, pl: Plan, form: str, R: int, device: torch.device) -> dict:
-    """``meta`` with the register cap of ``_WHOLE_ROW_MAXNREG`` for ``form`` when ``pl`` holds
-    whole batch-major rows of 1025 to 4096 steps in one chunk of 2048 or 4096, one a program, on
-    more programs than ``device`` has SMs (fewer are resident whatever their registers)."""
-    cap = _WHOLE_ROW_MAXNREG.get(form)
-    if (cap and not pl.time_major and pl.segments == 1 and pl.block_n == 1 and pl.block_t in (2048, 4096)
-            and pl.seg_len <= pl.block_t and R > _device_sms(device)):
-        return {**meta, "maxnreg": cap}
-    return meta
+def _with_register_caps(meta: dict, pl: Plan, form: str, R: int, device: torch.device) -> dict:
+    """``meta`` with session 47's register cap for ``form`` where ``pl`` runs more programs than
+    ``device`` has SMs (fewer are resident whatever their registers): ``_TM_LANES_MAXNREG``'s on
+    the time-major lanes tiles, ``_LANES_MAXNREG``'s on the (batch-major) lanes tiles,
+    ``_WHOLE_ROW_MAXNREG``'s where a program holds a whole batch-major row of 1025 to 4096
+    steps in one chunk of 2048 or 4096."""
+    if _cdiv(R, pl.block_n) <= _device_sms(device):
+        return meta
+    if pl.tm_lanes:
+        cap = _TM_LANES_MAXNREG.get(form)
+    elif pl.lanes:
+        cap = _LANES_MAXNREG.get(form)
+    elif (not pl.time_major and pl.segments == 1 and pl.block_n == 1 and pl.block_t in (2048, 4096)
+          and pl.seg_len <= pl.block_t):
+        cap = _WHOLE_ROW_MAXNREG.get(form)
+    else:
+        cap = None
+    return {**meta, "maxnreg": cap} if cap else meta
 
 
 def _desc_tiles(pl: Plan, form: str, T: int) -> bool:
@@ -2519,7 +2525,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
                   form=_one_chunk_form(kform, p), short_tile=short_tile, wide_lanes=wide_lanes,
                   tm_lanes_edge=tm_lanes_edge, long_split=_LONG_SPLIT.get(split_form))
     meta = _with_loop_registers(_with_group_scan(meta, pl, kform, T), pl, kform)
-    meta = _with_tm_lanes_registers(_with_whole_row_registers(meta, pl, kform, R, p.device), pl, kform, R, p.device)
+    meta = _with_register_caps(meta, pl, kform, R, p.device)
     if kind in ("gae", "td_lambda") and _map_reduce(pl, meta, split_form):
         meta = {**meta, "MAP_REDUCE": True}
     if kind in ("gae", "vtrace", "retrace"):
@@ -2650,7 +2656,6 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     if pl.tm_lanes:
         meta["TM_W"] = pl.num_warps
     meta["INTERIOR"] = _interior(pl, meta, forward=True)
-    meta = _with_tm_lanes_registers(_with_whole_row_registers(meta, pl, "forward", R * F, p.device), pl, "forward",
-                                    R * F, p.device)
+    meta = _with_register_caps(meta, pl, "forward", R * F, p.device)
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
