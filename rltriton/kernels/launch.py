@@ -296,46 +296,46 @@ _ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}
 # 4096 steps in one chunk of 2048 or 4096, one a program, on more programs than SMs (session 47;
 # none as shipped, untimed). The classic grid's 512 x 4096 (512 programs on 132 SMs, 3.9 an SM)
 # is the one row every estimator misses: GAE's and TD(lambda)'s kernels hold it on 16 warps, 8
-# steps a thread, two programs an SM (two waves); the forward kernel on 8 warps at 72 registers,
-# three an SM (two waves); V-trace and Retrace walk it in chunks. Over half their time there is
-# what the SMs take to issue their instructions (SASS a thread x warps x programs / (132 SMs x 4
-# schedulers): TD(lambda) about 4.3 us at 1.98 GHz of its 7.8, discounted returns 3.9 of 7.0;
-# the floor kernel takes 4.7 and 3.9), and two rounds of programs an SM pay the loads' latency
-# twice, so a plan that issues fewer and runs in one round may gain: on 8 warps a thread's 16
-# steps take fewer instructions a step (the scans across threads serve more steps), and at 64
-# registers four programs of 8 warps are resident an SM, 528 on 132 SMs. SASS a thread, Triton
-# 3.6 (benchmarks/sass_counts.py NAME 512x4096 SETTINGS; registers, stack bytes of spills), the
-# plan now -> one chunk on 8 warps -> capped at 64: TD(lambda) 552 (53) on 16 warps -> 824 (80)
-# -> 856 (64, 16 B), discounted returns 496 -> 720 -> 752 (0 B), GAE 552 -> 792 (88) -> 856 (96
-# B), the forward kernel 680 (72) -> 696 (24 B); Retrace's chunk loop ([1, 1024] on 8 warps, 60
-# registers, its body 4 times) 632 -> 896 (107) -> 1048 (208 B), V-trace's ([1, 512] on 4 warps,
-# 119, 8 times) 720 -> 1232 (205) -> 1632 (520 B), the action form's (80) 1112 -> 2448 (244) ->
-# 3072 (656 B). On 16 warps, two programs an SM (two waves): Retrace 576 (60, no cap needed),
-# V-trace 728 (111) -> 824 capped at 64 (120 B), the action form 1336 (128) -> 1496 (208 B).
-# With Triton 3.8 (CI's) at 64 on 8 warps: TD(lambda) 768 (0 B), GAE 792 (64 B), the forward
-# kernel 696 (24 B). At 512 x 2048 the others run in one wave already (8 warps, 40-51 registers)
-# but V-trace holds its rows on 16 warps at 58 registers, two programs an SM: on 8 capped at 64,
-# 392 -> 728 (104 B; uncapped 656 at 112 registers). A whole 4096-step row takes 8 warps beyond
-# _ONE_CHUNK_WARPS' bound (GAE's and TD(lambda)'s 8 programs an SM) and one chunk within
-# _ONE_CHUNK_ROWS' (V-trace and Retrace 2, the action form 1), so the A/B sets those too:
-# `device_run.sh s47-whole-row-a` (GAE, TD(lambda), discounted returns, traces on 8 warps) and
-# `-b` (V-trace, Retrace, the action form on 8 and on 16 warps; V-trace's 2048-step rows on 8 in
-# the former). tests/test_gpu.py::test_whole_row_registers.
+# steps a thread, two programs an SM (two rounds of programs); the forward kernel on 8 warps at
+# 72 registers, three an SM (two rounds); V-trace and Retrace walk it in chunks. Over half their
+# time there is what the SMs take to issue their instructions (SASS a thread x warps x programs
+# / (132 SMs x 4 schedulers): TD(lambda) about 4.3 us at 1.98 GHz of its 7.8, discounted returns
+# 3.9 of 7.0; the floor kernel takes 4.7 and 3.9), and two rounds of programs an SM pay the
+# loads' latency twice, so a plan that issues fewer and runs in one round may gain: on 8 warps a
+# thread's 16 steps take fewer instructions a step (the scans across threads serve more steps),
+# and at 64 registers four programs of 8 warps are resident an SM, 528 on 132 SMs. SASS a
+# thread, Triton 3.6 (benchmarks/sass_counts.py NAME 512x4096 SETTINGS; registers, stack bytes
+# of spills), the plan now -> one chunk on 8 warps -> capped at 64: TD(lambda) 552 (53) on 16
+# warps -> 824 (80) -> 856 (64, 16 B), discounted returns 496 -> 720 -> 752 (0 B), GAE 552 ->
+# 792 (88) -> 856 (96 B), the forward kernel 680 (72) -> 696 (24 B); Retrace's chunk loop ([1,
+# 1024] on 8 warps, 60 registers, its body 4 times) 632 -> 896 (107) -> 1048 (208 B), V-trace's
+# ([1, 512] on 4 warps, 119, 8 times) 720 -> 1232 (205) -> 1632 (520 B), the action form's (80)
+# 1112 -> 2448 (244) -> 3072 (656 B). On 16 warps, two programs an SM (two rounds): Retrace 576
+# (60, no cap needed), V-trace 728 (111) -> 824 capped at 64 (120 B), the action form 1336 (128)
+# -> 1496 (208 B). With Triton 3.8 (CI's) at 64 on 8 warps: TD(lambda) 768 (0 B), GAE 792 (64
+# B), the forward kernel 696 (24 B). At 512 x 2048 the others run in one round already (8 warps,
+# 40-51 registers) but V-trace holds its rows on 16 warps at 58 registers, two programs an SM:
+# on 8 capped at 64, 392 -> 728 (104 B; uncapped 656 at 112 registers). A whole 4096-step row
+# takes 8 warps beyond _ONE_CHUNK_WARPS' bound (GAE's and TD(lambda)'s 8 programs an SM) and one
+# chunk within _ONE_CHUNK_ROWS' (V-trace and Retrace 2, the action form 1), so the A/B sets
+# those too: `device_run.sh s47-whole-row-a` (GAE, TD(lambda), discounted returns, traces on 8
+# warps) and `-b` (V-trace, Retrace, the action form on 8 and on 16 warps; V-trace's 2048-step
+# rows on 8 in the former). tests/test_gpu.py::test_whole_row_registers.
 _WHOLE_ROW_MAXNREG: dict[str, int] = {}
-# The same for the time-major lanes tiles (_TM_LANES_TILES; whole rows of up to 128 steps,
-# 32 or 64 rows a program) on more programs than SMs (session 47; none as shipped, untimed).
-# Where a form's tile takes more than 64 registers on 16 warps only one program an SM is
-# resident, and a call of more programs than SMs runs in two rounds or more. Triton 3.6,
-# time-major (benchmarks/sass_counts.py NAME RxT tm _TM_LANES_MAXNREG=...): GAE 16384 x 128
-# (256 programs of [64, 128] on 16 warps, 1.38x its batch-major time in session 43's run) 720
-# SASS a thread at 106 registers -> 928 at 64 (40 B of spills), one round instead of two;
-# V-trace 8192 x 128 ([32, 128] on 16 warps, 256 programs; session 45's narrow tiles) 776 at
-# 121 -> 1016 (160 B), Retrace 752 at 87 -> 840 (24 B); GAE 32768 x 64 ([64, 64] on 8 warps,
-# 512 programs, three an SM at 78 registers) 824 -> 4 an SM at 64. V-trace and Retrace took
-# the one-chunk time-major tiles at 16384 x 128 and beyond ([32, 16] on one warp, 207
-# registers: about 4 warps an SM) because the narrow lanes tiles lost there uncapped (one
-# program an SM, four rounds); capped, two an SM. `device_run.sh s47-tm-lanes-regs` times
-# them, with _TM_LAGGED_128's bound raised to 2 programs of 64 rows an SM in one variant;
+# The same for the time-major lanes tiles (_TM_LANES_TILES; whole rows of up to 128 steps, 32 or
+# 64 rows a program) on more programs than SMs (session 47; none as shipped, untimed). Where a
+# form's tile takes more than 64 registers on 16 warps only one program an SM is resident, and a
+# call of more programs than SMs runs in two rounds or more. Triton 3.6, time-major
+# (benchmarks/sass_counts.py NAME RxT tm _TM_LANES_MAXNREG=...): GAE 16384 x 128 (256 programs
+# of [64, 128] on 16 warps, 1.38x its batch-major time in session 43's run) 720 SASS a thread at
+# 106 registers -> 928 at 64 (40 B of spills), one round instead of two; V-trace 8192 x 128
+# ([32, 128] on 16 warps, 256 programs; session 45's narrow tiles) 776 at 121 -> 1016 (160 B),
+# Retrace 752 at 87 -> 840 (24 B); GAE 32768 x 64 ([64, 64] on 8 warps, 512 programs, three an
+# SM at 78 registers) 824 -> 912 at 64 (48 B), four an SM. V-trace and Retrace took the
+# one-chunk time-major tiles at 16384 x 128 and beyond ([32, 16] on one warp, 207 registers:
+# about 4 warps an SM) because the narrow lanes tiles lost there uncapped (one program an SM,
+# four rounds); capped, two an SM. `device_run.sh s47-tm-lanes-regs` times them, with
+# _TM_LAGGED_128's bound raised to 2 programs of 64 rows an SM in one variant;
 # tests/test_gpu.py::test_tm_lanes_registers.
 _TM_LANES_MAXNREG: dict[str, int] = {}
 # The same for the (batch-major) lanes tiles (_ROW_LANES; session 47; none as shipped, untimed).
