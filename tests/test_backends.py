@@ -249,8 +249,9 @@ def test_time_major_plans():
     """The time-major plan at the shapes it was measured on (launch.plan_time_major): row
     blocks that fill the GPU take one pass; 16-row tiles where that gives enough blocks;
     fewer are split into segments of at most 16 chunks towards 8 programs per SM; rows of
-    up to 128 steps are one chunk; programs of 4 or more chunks are pipelined 3 deep; too
-    few rows (under 128) or steps, or too small a call to split, take the generic tiles."""
+    up to 128 steps are one chunk (of 8 rows in a call too small to split); programs of 4 or
+    more chunks are pipelined 3 deep; too few rows (under 128) or steps, or longer rows in too
+    small a call to split, take the generic tiles."""
     from rltriton.kernels import launch
 
     def got(R, T):
@@ -277,7 +278,8 @@ def test_time_major_plans():
     assert launch.plan_time_major(2048, 2048, 132, wide=True) == launch.plan_time_major(2048, 2048, 132)
     assert launch.plan_time_major(16384, 512, 132, wide=True) == launch.plan_time_major(16384, 512, 132)
     assert got(20000, 37) == (32, 16, 1, 1, 48, 1)  # 3 chunks
-    assert got(1024, 128) is None  # 2**17 elements: not worth a split
+    assert got(1024, 128) == (8, 128, 8, 1, 128, 1)  # 2**17 elements: 8-row tiles (_TM_SMALL_ROWS), no split
+    assert got(512, 300) is None  # (longer rows in a call that small: the generic tiles without a form)
     assert got(63, 4096) is None and got(32768, 8) is None
     assert got(64, 65536) == (32, 16, 1, 64, 1024, 3)  # 2 row blocks, 64 segments
 
@@ -685,12 +687,16 @@ def test_one_chunk_plan():
         assert got((32, 8192), form) == kept((32, 8192), form) and got((32, 8192), form)[3] == 8, form  # split
         assert got((8, 16384), form) == kept((8, 16384), form), form  # longer rows
         assert got((1, 2048), form) == kept((1, 2048), form) == (1, 2048, 16 if form != "forward" else 8, 1, 2048)
-    # 16 warps beyond an SM's worth of programs for GAE's and TD(lambda)'s kernels
-    # (launch._ONE_CHUNK_WARPS: up to 8 programs an SM), 8 for the others
-    assert got((133, 4096)) == got((1056, 4096)) == got((1056, 4096), "td_lambda") == one_4k_16
+    # 16 warps beyond an SM's worth of programs for GAE's kernel and Retrace's (launch.
+    # _ONE_CHUNK_WARPS: up to 8 programs an SM; Retrace's one chunk up to 4, _ONE_CHUNK_ROWS),
+    # 8 for the others (TD(lambda)'s kernel under a register cap since session 48)
+    assert got((133, 4096)) == got((1056, 4096)) == one_4k_16
+    assert got((133, 4096), "retrace") == got((528, 4096), "retrace") == one_4k_16
+    assert got((133, 4096), "retrace_actions") == got((528, 4096), "retrace_actions") == one_4k_16
     assert got((1057, 4096)) == got((4224, 4096)) == got((133, 4096), "forward") == one_4k_8
-    assert got((4224, 4096), "forward") == got((133, 4096), "vtrace") == got((133, 4096), "retrace") == one_4k_8
-    assert got((264, 4096), "vtrace") == got((264, 4096), "retrace") == one_4k_8
+    assert got((4224, 4096), "forward") == got((133, 4096), "vtrace") == got((133, 4096), "td_lambda") == one_4k_8
+    assert got((264, 4096), "vtrace") == got((1056, 4096), "td_lambda") == one_4k_8
+    assert got((132, 4096), "td_lambda") == one_4k_16
     # ... and a whole row of 1025-2048 steps on 8 warps beyond an SM's worth (16 for the
     # others but the forward kernel's 8, and for every form on fewer programs)
     for form in launch._FORMS + ("forward",):
@@ -703,8 +709,8 @@ def test_one_chunk_plan():
     assert got((4225, 4096), "forward") == kept((4225, 4096), "forward")
     assert got((1057, 4096), "td_lambda") == kept((1057, 4096), "td_lambda")
     assert got((265, 4096), "vtrace") == kept((265, 4096), "vtrace")
-    assert got((265, 4096), "retrace") == kept((265, 4096), "retrace")
-    assert got((133, 4096), "retrace_actions") == kept((133, 4096), "retrace_actions")
+    assert got((529, 4096), "retrace") == kept((529, 4096), "retrace")
+    assert got((529, 4096), "retrace_actions") == kept((529, 4096), "retrace_actions")
     assert got((396, 8192)) == got((264, 8192), "td_lambda") == got((396, 8192), "retrace_actions") == one_8k
     assert got((264, 8192), "retrace") == one_8k
     assert got((397, 8192)) == kept((397, 8192))
@@ -2122,14 +2128,13 @@ def test_tm_lanes_lagged_128(name, monkeypatch, poisoned):
 
 
 def test_tm_small_plans(monkeypatch):
-    """``launch._TM_SMALL_ROWS`` and ``_TM_SMALL_LONG_FORMS`` (off as shipped; the latter's
-    rules in the body): time-major calls of fewer than
-    ``_TM_SPLIT_MIN_ELEMS`` elements, rows of 32 to 128 steps and at least 64 rows take the
-    generic tiles while it is 0; set, they take one chunk of the time-major tiles of that many
-    rows, a warp per 16 steps, on the H200's 132 SMs (512 x 128, 2047 x 128, 64 x 32, 77 x 33),
-    but not rows of more than 128 or fewer than 32 steps, not fewer than 64 rows, not a call
-    of 2^18 elements (2048 x 128 keeps the 16-row one-chunk tiles), nor the time-major lanes
-    tiles' rows."""
+    """``launch._TM_SMALL_ROWS`` (8 as shipped) and ``_TM_SMALL_LONG_ELEMS`` (its rules in the
+    body), on the H200's 132 SMs: time-major calls of fewer than ``_TM_SPLIT_MIN_ELEMS``
+    elements, rows of 32 to 128 steps and at least 64 rows take one chunk of the time-major
+    tiles of that many rows, a warp per 16 steps (512 x 128, 2047 x 128, 64 x 32, 77 x 33), but
+    not rows of more than 128 or fewer than 32 steps, not fewer than 64 rows, not a call of 2^18
+    elements (2048 x 128 keeps the 16-row one-chunk tiles), nor the time-major lanes tiles'
+    rows; at 0 they take the generic tiles."""
     from rltriton.kernels import launch
 
     monkeypatch.setattr(launch, "_TM_LANES_NARROW", False)
@@ -2137,44 +2142,51 @@ def test_tm_small_plans(monkeypatch):
     monkeypatch.setattr(launch, "_DEFAULT_SMS", sms)
     launch.clear_caches()
     try:
-        def tm(R: int, T: int, form: str = "gae") -> launch.Plan:
+        def tm(R: int, T: int, form: str | None = "gae") -> launch.Plan:
             return launch.plan_for(R, T, cpu, time_major=True, form=form)
 
-        assert launch._TM_SMALL_ROWS == 0
-        assert not tm(512, 128).time_major and not tm(512, 128).tm_lanes
-        monkeypatch.setattr(launch, "_TM_SMALL_ROWS", 8)
-        launch.clear_caches()
+        def tile(pl: launch.Plan) -> tuple:
+            return pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.time_major, pl.tm_lanes
+
+        assert launch._TM_SMALL_ROWS == 8
         for R, T, bt, warps in [(512, 128, 128, 8), (2047, 128, 128, 8), (64, 32, 32, 2), (77, 33, 64, 4),
                                 (1024, 100, 128, 8)]:
-            for form in ("gae", "vtrace", "retrace_actions", "forward"):
-                pl = tm(R, T, form)
-                assert (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.time_major, pl.tm_lanes) == \
-                    (8, bt, warps, 1, True, False), (R, T, form, pl)
+            for form in ("gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward", None):
+                assert tile(tm(R, T, form)) == (8, bt, warps, 1, True, False), (R, T, form, tm(R, T, form))
         assert tm(2048, 128).block_n == launch._TM_ONE_CHUNK_ROWS  # (2^18 elements)
         assert tm(4096, 128).tm_lanes  # (the time-major lanes tiles first)
         for R, T in [(512, 129), (512, 31), (63, 128)]:
-            assert not tm(R, T).time_major, (R, T)
+            assert not tm(R, T, "retrace_actions").time_major, (R, T)
         monkeypatch.setattr(launch, "_TM_SMALL_ROWS", 4)
         launch.clear_caches()
         assert (tm(512, 128).block_n, tm(512, 128).num_warps) == (4, 8)
-        # _TM_SMALL_LONG_FORMS (empty as shipped): 129 to 1024 steps, 128 rows or more, at most
-        # 2^18 elements, the forms named only, one chunk of [4, T] on 8 warps
-        assert launch._TM_SMALL_LONG_FORMS == frozenset()
-        assert tm(512, 512, "td_lambda").segments > 1  # (the split)
-        monkeypatch.setattr(launch, "_TM_SMALL_LONG_FORMS", frozenset({"td_lambda", "vtrace"}))
+        monkeypatch.setattr(launch, "_TM_SMALL_ROWS", 0)
         launch.clear_caches()
-        for R, T, bt in [(512, 512, 512), (256, 1024, 1024), (128, 1000, 1024), (128, 129, 256), (1000, 200, 256)]:
-            for form in ("td_lambda", "vtrace"):
-                pl = tm(R, T, form)
-                assert (pl.block_n, pl.block_t, pl.num_warps, pl.segments, pl.time_major, pl.tm_lanes) == \
-                    (4, bt, 8, 1, True, False), (R, T, form, pl)
+        assert not tm(512, 128).time_major and not tm(512, 128).tm_lanes
+        # _TM_SMALL_LONG_ELEMS: 129 to 1024 steps, 128 rows or more, at most 2^18 elements for
+        # TD(lambda)'s kernel and the forward kernel (where a split took them), fewer for GAE,
+        # V-trace and Retrace (where the generic tiles took them), never for the action form or
+        # float64 (no form): one chunk of [4, T] on 8 warps
+        assert launch._TM_SMALL_LONG_ELEMS == {"td_lambda": 1 << 18, "forward": 1 << 18, "gae": (1 << 18) - 1,
+                                               "vtrace": (1 << 18) - 1, "retrace": (1 << 18) - 1}
+        small = [(256, 512, 512), (128, 1024, 1024), (128, 1000, 1024), (128, 129, 256), (1000, 200, 256)]
+        for R, T, bt in small + [(512, 512, 512), (256, 1024, 1024), (1024, 256, 256)]:
+            for form in ("td_lambda", "forward"):
+                assert tile(tm(R, T, form)) == (4, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
+        for R, T, bt in small:
+            for form in ("gae", "vtrace", "retrace"):
+                assert tile(tm(R, T, form)) == (4, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
+        for form in ("gae", "vtrace", "retrace"):
+            for R, T in [(512, 512), (256, 1024), (1024, 256)]:
+                assert tm(R, T, form).segments > 1, (R, T, form)  # (the split)
+        assert tm(512, 512, "retrace_actions").segments > 1 and tm(512, 512, None).segments > 1
+        assert not tm(256, 512, "retrace_actions").time_major and not tm(256, 512, None).time_major
         for R, T in [(127, 512), (512, 1025), (513, 512), (256, 1025)]:
             assert tm(R, T, "td_lambda").block_n != 4, (R, T)
-        assert tm(512, 512, "gae").segments > 1 and tm(512, 512, None).segments > 1  # (not named; float64)
         # (the 256- and 512-step time-major lanes tiles first, where they are: Triton < 3.7)
         monkeypatch.setattr(launch, "_TM_LANES_NARROW", True)
         launch.clear_caches()
-        assert tm(1000, 256, "td_lambda").tm_lanes and tm(512, 512, "vtrace").block_n == 4
+        assert tm(1000, 256, "td_lambda").tm_lanes and tm(512, 512, "td_lambda").block_n == 4
     finally:
         launch.clear_caches()
 
@@ -2182,7 +2194,7 @@ def test_tm_small_plans(monkeypatch):
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_tm_small_long_tiles(name, monkeypatch, poisoned):
     """The one-chunk time-major tiles of whole rows of 129 to 1024 steps on 4 rows and 8 warps
-    (``launch._TM_SMALL_LONG_FORMS``: every form here; none as shipped) on 2 SMs, from 8 rows
+    (``launch._TM_SMALL_LONG_ELEMS``: every form here, 2^18 elements) on 2 SMs, from 8 rows
     (``_TM_SMALL_LONG_MIN_ROWS``, lowered here): every estimator against the float64 reference
     with outputs poisoned, rows of 256 steps and of 200 and 300 (padded inside the tile), row
     counts that leave the last tile part empty, the bootstrap forms in turn, truncations and
@@ -2190,7 +2202,7 @@ def test_tm_small_long_tiles(name, monkeypatch, poisoned):
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
-    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_FORMS", frozenset({*poisoned._FORMS, "forward"}))
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_ELEMS", dict.fromkeys([*poisoned._FORMS, "forward"], 1 << 18))
     monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_MIN_ROWS", 8)
     monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 8)
     monkeypatch.setattr(poisoned, "_TM_LANES", False)
@@ -2211,7 +2223,7 @@ def test_tm_small_long_tiles(name, monkeypatch, poisoned):
 @pytest.mark.parametrize("rows", [8, 4])
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_tm_small_tiles(name, rows, monkeypatch, poisoned):
-    """The time-major one-chunk tiles of ``launch._TM_SMALL_ROWS`` rows (set here; off as
+    """The time-major one-chunk tiles of ``launch._TM_SMALL_ROWS`` rows (set here; 8 as
     shipped) on 2 SMs, where calls of 64 to 128 rows take them (the time-major lanes tiles
     off): every estimator against the
     float64 reference with outputs poisoned, rows of 128 steps and of 100 and 33 (padded

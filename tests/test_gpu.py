@@ -358,15 +358,16 @@ def test_tm_div(shape, name, dtype, monkeypatch):
     """launch._TM_DIV at its defaults: time-major storage of 1000, 504 and 4008 rows
     (their count and time strides divisible by 8, not 16) shown to the kernels on the
     time-major tiles the plans give (split in time at 512-2048 steps, the lanes tiles at 20
-    and 64), the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a
-    replay runs too; the calls the plans give other tiles (V-trace and the action form at 64
-    steps, too few rows for their lanes tiles' bounds; the action form at 20) take none.
-    Retrace's sampled form takes the lanes tiles at 64 steps since session 23."""
+    and 64; at 64 steps V-trace and the action form, too few rows for their lanes tiles'
+    bounds, one chunk of 8 rows since session 48: launch._TM_SMALL_ROWS), the bootstrap forms
+    in turn, float32 and bfloat16 inputs, repeated so that a replay runs too; the calls the
+    plans give other tiles (the action form at 20) take none. Retrace's sampled form takes
+    the lanes tiles at 64 steps since session 23."""
     k = [(1000, 512), (504, 2048), (4008, 64), (4008, 20), (1000, 1000)].index(shape)
     used = _forced(monkeypatch, {}, name, shape, 16, "tm div",
                    lambda pl, kw: (pl.time_major or pl.tm_lanes, kw.get("TM_DIV")), time_major=True, dtype=dtype,
                    bootstrap=BOOTSTRAP_FORMS[k % 4])
-    other = {(4008, 64): ("vtrace", "retrace_av"), (4008, 20): ("retrace_av",)}.get(shape, ())
+    other = {(4008, 20): ("retrace_av",)}.get(shape, ())
     assert used and all(tm == (name not in other) and d == (8 if tm else None) for tm, d in used), used
 
 
@@ -420,6 +421,40 @@ def test_whole_row_registers(shape, name, warps, dtype, monkeypatch):
     else:
         want = _WHOLE_ROW_WARPS[warps].get(form, launch._ONE_CHUNK_WARPS_DEFAULT)[0]
     assert used and set(used) == {(4096 if shape[1] > 2048 else 2048, want, 1, 64)}, used
+
+
+# the plans of whole batch-major rows as shipped since session 48 on the H200's 132 SMs (tile
+# steps, warps, segments, register cap): TD(lambda)'s kernel on 8 warps capped at 64 beyond one
+# program an SM, Retrace's forms in one chunk on 16 warps up to 4 programs an SM (the action
+# form capped at 64), the others as before (GAE's 16 warps, the forward kernel's 8, V-trace's
+# 4096-step rows walked in 512- or 1024-step chunks on 4 warps under _LOOP_MAXNREG's 128, its
+# 2048-step rows one chunk on 16)
+_WHOLE_ROW_SHIPPED = {
+    (512, 4096): {"gae": (4096, 16, 1, None), "td_lambda": (4096, 8, 1, 64), "vtrace": (512, 4, 1, 128),
+                  "retrace": (4096, 16, 1, None), "retrace_actions": (4096, 16, 1, 64), "forward": (4096, 8, 1, None)},
+    (300, 4000): {"gae": (4096, 16, 1, None), "td_lambda": (4096, 8, 1, 64), "vtrace": (1024, 4, 1, 128),
+                  "retrace": (4096, 16, 1, None), "retrace_actions": (4096, 16, 1, 64),
+                  "forward": (4096, 8, 1, None)},
+    (512, 2048): {"gae": (2048, 8, 1, None), "td_lambda": (2048, 8, 1, 64), "vtrace": (2048, 16, 1, None),
+                  "retrace": (2048, 16, 1, None), "retrace_actions": (2048, 16, 1, 64),
+                  "forward": (2048, 8, 1, None)},
+}
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", list(_WHOLE_ROW_SHIPPED), ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_whole_row_plans(shape, name, dtype, monkeypatch):
+    """The whole batch-major rows of the classic grid's 512 x 4096 and 512 x 2048 (and 300 x
+    4000: rows padded inside their 4096-step tile) as shipped (launch._ONE_CHUNK_ROWS,
+    _ONE_CHUNK_WARPS, _WHOLE_ROW_MAXNREG; session 48's A/B, 2026-12-05-h200-s48-ab-whole-row-*.txt):
+    the plan of each form (``_WHOLE_ROW_SHIPPED``) and its results against the float64
+    reference, float32 and bfloat16, replay included."""
+    used = _forced(monkeypatch, {}, name, shape, 33, "whole rows as shipped",
+                   lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments, kw.get("maxnreg")), dtype=dtype)
+    form = {"discounted_returns": "td_lambda", "retrace_av": "retrace_actions", "traces": "forward",
+            "prefix_sum": "forward"}.get(name, name)
+    assert used and set(used) == {_WHOLE_ROW_SHIPPED[shape][form]}, used
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -548,8 +583,9 @@ def test_inductor_fullgraph_on_cuda():
 def test_one_chunk_rows(shape, name, monkeypatch, poisoned):
     """Whole rows in one chunk of 4096 or 8192 steps (launch._ONE_CHUNK_ROWS, here with the
     widest bounds of any form, GAE's, for every kernel form): 16 warps (8 for 300 and 1000
-    rows of 4096 steps but for GAE's and TD(lambda)'s kernels), a short last chunk (3001,
-    6000, 8000 steps; 3001 not 16-byte aligned), on one to eight programs an SM."""
+    rows of 4096 steps but for GAE's and Retrace's kernels: launch._ONE_CHUNK_WARPS), a short
+    last chunk (3001, 6000, 8000 steps; 3001 not 16-byte aligned), on one to eight programs
+    an SM."""
     monkeypatch.setattr(poisoned, "_ONE_CHUNK_ROWS", dict.fromkeys((*poisoned._FORMS, "forward"),
                                                                    poisoned._ONE_CHUNK_ROWS["gae"]))
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments))
@@ -558,9 +594,9 @@ def test_one_chunk_rows(shape, name, monkeypatch, poisoned):
         case = on_gpu(make_case(name, shape, seed=shape[0] + 5, bootstrap=BOOTSTRAP_FORMS[shape[0] % 4]))
         _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} one chunk")
         p2 = 4096 if shape[1] <= 4096 else 8192
-        # (GAE's and TD(lambda)'s kernels keep 16 warps up to 8 programs an SM:
+        # (GAE's and Retrace's kernels keep 16 warps up to 8 programs an SM:
         # launch._ONE_CHUNK_WARPS)
-        eight = p2 == 4096 and shape[0] > 132 and name not in ("gae", "td_lambda", "discounted_returns")
+        eight = p2 == 4096 and shape[0] > 132 and name not in ("gae", "retrace", "retrace_av")
         assert seen[-1] == (p2, 8 if eight else 16, 1), seen
     finally:
         poisoned.clear_caches()
@@ -738,7 +774,7 @@ def test_tm_lanes_lagged_128(name, shape, dtype, monkeypatch, poisoned):
 @pytest.mark.parametrize("shape", [(512, 128), (1000, 100), (2047, 128), (77, 33)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_tm_small_tiles(shape, name, dtype, monkeypatch):
-    """launch._TM_SMALL_ROWS forced to 8 (off as shipped): time-major calls of fewer than
+    """launch._TM_SMALL_ROWS set to 8 (as shipped since session 48): time-major calls of fewer than
     2^18 elements with rows of 32 to 128 steps, which the generic tiles take, on one chunk of
     the time-major tiles of 8 rows (a warp per 16 steps) on 132 SMs, rows padded inside the
     tile, a last tile part empty, the bootstrap forms in turn, float32 and bfloat16 inputs,
@@ -755,7 +791,8 @@ def test_tm_small_tiles(shape, name, dtype, monkeypatch):
 @pytest.mark.parametrize("shape", [(512, 512), (256, 1000), (128, 1024), (700, 300)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
-    """launch._TM_SMALL_LONG_FORMS forced to every kernel form (none as shipped): time-major
+    """launch._TM_SMALL_LONG_ELEMS forced to 2^18 for every kernel form (as shipped for
+    TD(lambda)'s kernel and the forward kernel; GAE, V-trace and Retrace below 2^18): time-major
     calls of at most 2^18 elements with rows of 129 to 1024 steps on one chunk of a whole row,
     4 rows on 8 warps, on 132 SMs (with Triton < 3.7 the 256- and 512-step time-major lanes
     tiles take the forms that have them first, so the time-major lanes tiles are off here),
@@ -765,7 +802,7 @@ def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
 
     k = [(512, 512), (256, 1000), (128, 1024), (700, 300)].index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
-    settings = {"_TM_SMALL_LONG_FORMS": frozenset({*launch._FORMS, "forward"}), "_TM_LANES": False}
+    settings = {"_TM_SMALL_LONG_ELEMS": dict.fromkeys([*launch._FORMS, "forward"], 1 << 18), "_TM_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 23 + k, "tm small long",
                    lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments),
                    time_major=True, dtype=dtype, bootstrap=bootstrap)

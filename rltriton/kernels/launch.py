@@ -267,8 +267,8 @@ _ONE_CHUNK = True
 _ONE_CHUNK_MAX_T = 8192
 _ONE_CHUNK_DEFAULT = (4.0, 0.7, 2.0, True)  # (the bounds first timed for every form; tests use them)
 _ONE_CHUNK_ROWS = {"gae": (32.0, 0.7, 3.0, True), "td_lambda": (8.0, 0.7, 2.0, True),
-                   "vtrace": (2.0, 0.7, 1.0, True), "retrace": (2.0, 0.7, 2.0, False),
-                   "retrace_actions": (1.0, 0.7, 3.0, False), "forward": (32.0, 0.7, 1.0, True)}
+                   "vtrace": (2.0, 0.7, 1.0, True), "retrace": (4.0, 0.7, 2.0, False),
+                   "retrace_actions": (4.0, 0.7, 3.0, False), "forward": (32.0, 0.7, 1.0, True)}
 # The warps of a whole row, per kernel form (session 26): (warps of a row of 1025-2048 steps,
 # one chunk, on more programs than SMs, 16 on fewer; most programs an SM on which a 4096-step
 # row of T a multiple of 16 keeps 16 warps, 8 beyond). The default, 16 and 1.0, is what every
@@ -290,11 +290,16 @@ _ONE_CHUNK_ROWS = {"gae": (32.0, 0.7, 3.0, True), "td_lambda": (8.0, 0.7, 2.0, T
 # V-trace 4096 x 2048 47.3 -> 69.9 (112 registers on 8 warps), traces 1024 x 4096 9.9 -> 11.9,
 # Retrace 256 x 4096 6.4 -> 7.8 and within 0.5 us at 2048 steps. Rows of T not a multiple
 # of 16 keep 16 warps only up to one program an SM, as before (8 warps lost there).
+# Session 48 (below, _WHOLE_ROW_MAXNREG) moved TD(lambda)'s kernel to 8 warps under a register
+# cap beyond one program an SM, and gave Retrace's forms one chunk of a whole 4096-step row on
+# 16 warps up to 4 programs an SM (_ONE_CHUNK_ROWS' 4.0; they walked such rows in 1024-step
+# chunks from 2 and 1 an SM before).
 _ONE_CHUNK_WARPS_DEFAULT = (16, 1.0)
-_ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}
+_ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 1.0), "retrace": (16, 8.0), "retrace_actions": (16, 8.0)}
 # A register cap (Triton's ``maxnreg``) per kernel form for whole batch-major rows of 1025 to
-# 4096 steps in one chunk of 2048 or 4096, one a program, on more programs than SMs (session 47;
-# none as shipped, untimed). The classic grid's 512 x 4096 (512 programs on 132 SMs, 3.9 an SM)
+# 4096 steps in one chunk of 2048 or 4096, one a program, on more programs than SMs (prepared in
+# session 47, timed and adopted in session 48: see the end of this comment). The classic grid's
+# 512 x 4096 (512 programs on 132 SMs, 3.9 an SM)
 # is the one row every estimator misses: GAE's and TD(lambda)'s kernels hold it on 16 warps, 8
 # steps a thread, two programs an SM (two rounds of programs); the forward kernel on 8 warps at
 # 72 registers, three an SM (two rounds); V-trace and Retrace walk it in chunks. Over half their
@@ -321,7 +326,24 @@ _ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 8.0)}
 # those too: `device_run.sh s47-whole-row-a` (GAE, TD(lambda), discounted returns, traces on 8
 # warps) and `-b` (V-trace, Retrace, the action form on 8 and on 16 warps; V-trace's 2048-step
 # rows on 8 in the former). tests/test_gpu.py::test_whole_row_registers.
-_WHOLE_ROW_MAXNREG: dict[str, int] = {}
+# Session 48's A/B (benchmarks/ab.py, H200, Triton 3.6, device us; 2026-12-05-h200-s48-ab-whole-
+# row-a.txt and -b.txt), as shipped before -> c8 (8 warps capped at 64; the forms' one chunk up to
+# 4 programs an SM) -> c16 (16 warps, capped at 64, up to 8 an SM):
+#              TD(lambda)   returns      GAE          traces       V-trace      Retrace      action form
+#   512 x 4096  8.0 -> 7.2   7.0 -> 6.4   8.6 -> 11.9  5.5 -> 5.7  12.9 47.0 19.9 20.0 25.6 16.6 40.9 76.7 36.7
+#   384 x 4096  6.5 -> 6.0   5.7 -> 5.2   7.5 -> 7.7   4.4 -> 4.5  10.3 34.5 15.8 13.0 18.9 10.1 35.9 53.3 30.4
+#   256 x 4096  4.8 -> 4.6   4.3 -> 4.1   5.2 -> 5.9   3.6 -> 3.9   8.7 21.5  8.1  6.4  9.2  6.3 22.1 34.3 20.2
+#   1024 x 4096 17.0 -> 18.1 12.7 -> 11.2 21.4 -> 26.4 9.8 -> 10.0
+#   512 x 4000  8.8 -> 8.8  10.2 -> 7.8   9.1 -> 11.6  5.6 -> 5.6
+#   512 x 2048                                                      6.1  7.9  6.2  5.5  6.1  6.1 18.9 18.7 18.8
+#   4096 x 2048                                                    47.1 67.4 47.5 50.7 58.0 58.2 118.1 114.8 114.9
+# So TD(lambda)'s kernel (TD(lambda), discounted returns) takes c8 (16 warps up to one program
+# an SM, 8 capped beyond; 1024 x 4096 of TD(lambda) loses 6%, of returns gains 12%), Retrace
+# and the action form c16 (one chunk up to 4 programs an SM on 16 warps; the action form capped,
+# Retrace not: its 2048-step rows lost under the cap, and its 4096-step row on 16 warps takes
+# 60 registers uncapped, 576 SASS a thread, against 584 and 24 B of spills capped); GAE, V-trace
+# and the forward kernel keep their plans (tests/test_gpu.py::test_whole_row_plans).
+_WHOLE_ROW_MAXNREG: dict[str, int] = {"td_lambda": 64, "retrace_actions": 64}
 # The same for the time-major lanes tiles (_TM_LANES_TILES; whole rows of up to 128 steps, 32 or
 # 64 rows a program) on more programs than SMs (session 47; none as shipped, untimed). Where a
 # form's tile takes more than 64 registers on 16 warps only one program an SM is resident, and a
@@ -457,31 +479,47 @@ _TM_ONE_CHUNK_ROWS = 16
 _TM_ONE_CHUNK_WARP_STEPS = 16
 # Time-major calls too small to split (fewer than _TM_SPLIT_MIN_ELEMS elements) of rows of
 # _TM_MIN_STEPS to _TM_ONE_CHUNK_T steps, from _TM_MIN_ROWS rows (the classic grid's 512 x 128;
-# CleanRL's Atari buffers of 128 steps with 64 to 1024 environments) take the generic tiles: a
+# CleanRL's Atari buffers of 128 steps with 64 to 1024 environments) took the generic tiles: a
 # program's rows read down strided columns, one 4-byte element of each 32-byte sector.
-# _TM_SMALL_ROWS (0: off) gives them instead the one-chunk time-major tiles, of that many rows
+# _TM_SMALL_ROWS (0: off) gives them instead the one-chunk time-major tiles of that many rows
 # (8: one 32-byte access along the rows; 4: a 16-byte one) and a warp per
 # _TM_ONE_CHUNK_WARP_STEPS steps. Session 17's sweep of forced plans (benchmarks/sweep.py with
-# SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1, 2026-12-01-h200-s17-sweep-tm-narrow-*.txt; H200, Triton
-# 3.6, device us), time-major 512 x 128, the generic tiles -> [8, 128] on 8 warps: GAE 4.0 ->
-# 2.5, TD(lambda) 3.7 -> 2.5 (V-trace 4.1 -> 2.8 on 4 warps). Not yet timed as a rule, so off:
-# `bash benchmarks/device_run.sh s46-tm-small` times 4 and 8 rows against it.
-_TM_SMALL_ROWS = 0
-# ... and, for the kernel forms of _TM_SMALL_LONG_FORMS (empty: off), rows of more than
-# _TM_ONE_CHUNK_T and at most _TM_SMALL_LONG_MAX_T steps in calls of _TM_SMALL_LONG_MIN_ROWS
-# rows or more and at most _TM_SMALL_LONG_MAX_ELEMS elements (the classic grid's 512 x 512,
-# 256 x 1024 and 128 x 1024: a two-pass split of one-warp tiles, or the generic tiles' strided
-# columns) one chunk of a whole row on _TM_SMALL_LONG_ROWS rows and _TM_SMALL_LONG_WARPS warps.
-# The same sweep, time-major, device us, default -> [4, T] on 8 warps: TD(lambda) 512 x 512 6.2
-# -> 4.8, 256 x 1024 7.2 -> 6.0, 128 x 1024 6.4 -> 6.0; V-trace 512 x 512 8.2 -> 6.7; GAE none
-# (512 x 512 5.6 and 128 x 1024 8.1 at best); 64 x 512 (16 programs) none. Off until timed as a
-# rule (device_run.sh s46-tm-small-long).
-_TM_SMALL_LONG_FORMS: frozenset[str] = frozenset()
+# SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1, 2026-12-01-h200-s17-sweep-tm-narrow-*.txt) found it;
+# session 48 timed it as a rule (`device_run.sh s46-tm-small`, benchmarks/ab.py,
+# 2026-12-05-h200-s48-ab-tm-small.txt; H200, Triton 3.6, device us), time-major, the generic
+# tiles -> 4 rows -> 8 rows:
+#              GAE            TD(lambda)     V-trace        Retrace        traces
+#   256 x 128  2.9 2.2 2.3    3.0 2.3 2.5    3.3 2.7 2.7    3.7 2.5 2.7    2.4 2.0 2.1
+#   512 x 128  3.8 2.8 2.5    3.4 2.5 2.6    4.0 3.1 2.8    4.6 3.0 2.7    2.6 2.2 2.1
+#   1024 x 128 5.9 3.3 2.9    5.1 2.9 2.8    5.9 3.7 3.3    6.9 3.8 3.2    3.3 2.6 2.4
+#   2000 x 128 9.7 4.6 3.6    7.9 3.8 3.3    9.9 5.1 4.0   11.7 5.3 4.1    4.5 3.3 2.8
+#   512 x 64   2.3 2.2 2.0    2.1 2.0 2.1    3.3 2.3 2.2    3.7 2.3 2.2    2.0 1.9 1.7
+# so 8 rows (tests/test_gpu.py::test_tm_small_tiles checks every estimator on them).
+_TM_SMALL_ROWS = 8
+# ... and rows of more than _TM_ONE_CHUNK_T and at most _TM_SMALL_LONG_MAX_T steps, in calls of
+# _TM_SMALL_LONG_MIN_ROWS rows or more and at most _TM_SMALL_LONG_ELEMS[form] elements (no entry:
+# never), are one chunk of a whole row on _TM_SMALL_LONG_ROWS rows and _TM_SMALL_LONG_WARPS warps
+# (the classic grid's 512 x 512, 256 x 1024 and 128 x 1024 otherwise take a two-pass split of
+# one-warp tiles from _TM_SPLIT_MIN_ELEMS = 2^18 elements and the generic tiles' strided columns
+# below). Session 48's A/B (`device_run.sh s46-tm-small-long`, 2026-12-05-h200-s48-ab-tm-small-long.txt;
+# H200, Triton 3.6, device us), time-major, as before -> [4, T] on 8 warps (-> [8, T]: lost
+# nearly everywhere):
+#              GAE         TD(lambda)  V-trace     Retrace     traces
+#   256 x 512  8.0 -> 4.8  6.6 -> 3.9  8.5 -> 5.6  9.5 -> 5.4  5.4 -> 3.6   (2^17 elements)
+#   128 x 1024 8.3 -> 7.6  6.4 -> 6.4  9.1 -> 9.4  9.6 -> 9.0  6.1 -> 5.6   (2^17)
+#   512 x 512  4.6 -> 5.5  4.9 -> 4.6  6.5 -> 6.6  6.0 -> 6.5  4.7 -> 4.4   (2^18: the split)
+#   256 x 1024 5.7 -> 7.8  9.9 -> 6.5  7.4 -> 9.6  6.9 -> 9.1  5.9 -> 5.7   (2^18)
+#   1024 x 256 5.2 -> 5.1  4.0 -> 3.9  5.9 -> 5.8  5.3 -> 6.1  4.1 -> 4.0   (2^18)
+# So TD(lambda)'s kernel (discounted returns too) and the forward kernel (traces, prefix sums)
+# take it up to 2^18 elements, GAE, V-trace and Retrace below (where it replaces the generic
+# tiles, not the split); the action form was not timed. 64 x 512 (16 programs) gained nothing
+# in session 17's sweep.
+_TM_SMALL_LONG_ELEMS: dict[str, int] = {"td_lambda": 1 << 18, "forward": 1 << 18, "gae": (1 << 18) - 1,
+                                        "vtrace": (1 << 18) - 1, "retrace": (1 << 18) - 1}
 _TM_SMALL_LONG_ROWS = 4
 _TM_SMALL_LONG_WARPS = 8
 _TM_SMALL_LONG_MAX_T = 1024
 _TM_SMALL_LONG_MIN_ROWS = 128
-_TM_SMALL_LONG_MAX_ELEMS = 1 << 18
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
 # pipelined _TM_STAGES deep (``tl.range(num_stages=...)``: Triton >= 3.x issues the next
 # chunks' loads as cp.async copies into shared memory while the current chunk is scanned),
@@ -1448,7 +1486,7 @@ FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
 
 @functools.lru_cache(maxsize=4096)
 def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
-                    few: FewTiles | None = None, small_long: bool = False) -> Plan | None:
+                    few: FewTiles | None = None, small_long: int = 0) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -1459,8 +1497,9 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     are one chunk of ``_TM_ONE_CHUNK_ROWS`` rows (a warp per ``_TM_ONE_CHUNK_WARP_STEPS``
     steps; of ``_TM_SMALL_ROWS`` rows, where set, in calls of fewer than
     ``_TM_SPLIT_MIN_ELEMS`` elements, which otherwise take the generic tiles; ``small_long``
-    (the kernel form is one of ``_TM_SMALL_LONG_FORMS``): rows of up to
-    ``_TM_SMALL_LONG_MAX_T`` steps in small calls too, on ``_TM_SMALL_LONG_ROWS`` rows), and
+    (the kernel form's entry of ``_TM_SMALL_LONG_ELEMS``, 0: never): rows of up to
+    ``_TM_SMALL_LONG_MAX_T`` steps in calls of at most that many elements too, on
+    ``_TM_SMALL_LONG_ROWS`` rows), and
     longer rows are cut into segments
     of whole chunks (two passes, summaries stored segment-major so they too are read along
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
@@ -1494,7 +1533,7 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
         if _TM_SMALL_ROWS and T <= _TM_ONE_CHUNK_T and R * T < _TM_SPLIT_MIN_ELEMS:
             return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
-                and R * T <= _TM_SMALL_LONG_MAX_ELEMS:
+                and R * T <= small_long:
             return _tm_one_chunk(_TM_SMALL_LONG_ROWS, T, _TM_SMALL_LONG_WARPS)
         if R * T < _TM_SPLIT_MIN_ELEMS or n_chunks < 2:
             # too few row blocks and nothing to split: the generic tiles give more programs
@@ -1560,7 +1599,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     sms = _device_sms(device)
     if time_major:
         pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(R, T, sms, wide, few,
-                                                                                form in _TM_SMALL_LONG_FORMS)
+                                                                                _TM_SMALL_LONG_ELEMS.get(form, 0))
         if pl is not None:
             return _tm_deep(pl, form)
         long_rows, forward, form, short_tile, long_split = _LONG_ROWS_DEFAULT, False, None, None, None
