@@ -77,6 +77,11 @@
 #   s45-vtrace64, ~3 min: V-trace's 64-step lanes tiles as [16, 64] on 4 warps or two rows a
 #   lane on 2 warps, or capped at 64 registers (c64, launch._LANES_MAXNREG, session 47), against
 #   the shipped [8, 64] on 2 (16384 x 64 is 1.2506x of the floor kernel), then c64's GPU test;
+#   s48-verify, ~8 min (carry .peers): the GPU tests of session 48's adopted plans (time-major
+#   small calls on 8-row tiles and whole rows of 129-1024 steps, TD(lambda)'s and Retrace's whole
+#   4096-step rows), then the classic rows they move through the harness against rl-triton;
+#   (s47-whole-row-a/-b, s47-tm-lanes-regs, s45-vtrace64, s46-tm-small, s46-tm-small-long and
+#   s47-2k-4warps ran in session 48: their seds match the settings as they were before it)
 #   s46-tm-small, ~5 min: launch._TM_SMALL_ROWS (off as shipped) at 4 and 8 rows against it
 #   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), five estimators, then
 #   its GPU test (forced on); if a setting wins, ship it with test_tm_small_plans's expectations;
@@ -700,6 +705,16 @@ or tm_long_tiles" \
       timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive \
         --shapes 4096x128,8192x128,16384x128,8192x64,16384x64 --estimators td_lambda,vtrace,retrace --time-major \
         --peers rl-triton --max-minutes 5 --no-plots --tag s45-verify --out "$OUT" 2>&1 | tail -24 ;;
+    s48-verify)
+      # session 48's adopted plans (launch._TM_SMALL_ROWS = 8, _TM_SMALL_LONG_ELEMS, TD(lambda)'s
+      # and Retrace's whole 4096-step rows): their GPU tests, then the classic rows they move
+      # through the harness, time-major too, against rl-triton (carry .peers)
+      gpu_tests 190 "whole_row_plans or tm_small_tiles or tm_small_long_tiles or (tm_div and 4008x64) \
+or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
+      timeout 330 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
+        --shapes 512x4096,512x128,256x1024,128x1024,512x512 --time-major --peers rl-triton \
+        --estimators retrace,retrace_av,td_lambda,discounted_returns,gae,traces,vtrace,prefix_sum \
+        --max-minutes 4.6 --no-plots --tag s48-verify --out "$OUT" 2>&1 | tail -60 ;;
     s46-tm-small)
       # time-major calls too small to split (the classic grid's 512 x 128: generic tiles, 1.8-2.2x
       # of batch-major) on one chunk of narrow time-major tiles (launch._TM_SMALL_ROWS; session
