@@ -82,6 +82,8 @@
 #   4096-step rows), then the classic rows they move through the harness against rl-triton;
 #   (s47-whole-row-a/-b, s47-tm-lanes-regs, s45-vtrace64, s46-tm-small, s46-tm-small-long and
 #   s47-2k-4warps ran in session 48: their seds match the settings as they were before it)
+#   s48-tm-rows, ~3 min: the small calls' whole time-major rows of 129-1024 steps on 2 or 1 rows
+#   a program (more programs) against the shipped 4, A/B only;
 #   s46-tm-small, ~5 min: launch._TM_SMALL_ROWS (off as shipped) at 4 and 8 rows against it
 #   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), five estimators, then
 #   its GPU test (forced on); if a setting wins, ship it with test_tm_small_plans's expectations;
@@ -715,6 +717,17 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
         --shapes 512x4096,512x128,256x1024,128x1024,512x512 --time-major --peers rl-triton \
         --estimators retrace,retrace_av,td_lambda,discounted_returns,gae,traces,vtrace,prefix_sum \
         --max-minutes 4.6 --no-plots --tag s48-verify --out "$OUT" 2>&1 | tail -60 ;;
+    s48-tm-rows)
+      # the small calls' whole time-major rows of 129-1024 steps (launch._TM_SMALL_LONG_ELEMS) on
+      # fewer rows a program, so more programs: 128 x 1024 takes 32 programs of [4, 1024] on 8
+      # warps, TD(lambda) 3048 SASS a thread (Triton 3.6), two warps a scheduler on 32 SMs; [1,
+      # 1024] 992 on 128 SMs. l2/l1: 2 or 1 rows, from 64 rows (64 x 512), every form to 2^18
+      # elements; l1w4: 1 row on 4 warps (A/B only; appended lines override the settings)
+      all='$a _TM_SMALL_LONG_MIN_ROWS = 64; _TM_SMALL_LONG_ELEMS = dict.fromkeys(_FORMS + ("forward",), 1 << 18)'
+      variants_ab s48_tm_rows 240 gae_tm,td_lambda_tm,vtrace_tm,traces_tm 128x1024,256x1024,512x512,64x512 base \
+        l2="$all; _TM_SMALL_LONG_ROWS = 2" l1="$all; _TM_SMALL_LONG_ROWS = 1" \
+        l1w4="$all; _TM_SMALL_LONG_ROWS = 1; _TM_SMALL_LONG_WARPS = 4" | grep -v "^$" | tail -20
+      tail -n 1 _ab/s48_tm_rows/*/$L ;;
     s46-tm-small)
       # time-major calls too small to split (the classic grid's 512 x 128: generic tiles, 1.8-2.2x
       # of batch-major) on one chunk of narrow time-major tiles (launch._TM_SMALL_ROWS; session
