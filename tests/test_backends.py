@@ -211,6 +211,8 @@ def test_time_major_default_tiles(name, monkeypatch, poisoned):
     monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 1)
     monkeypatch.setattr(poisoned, "_TM_MIN_STEPS", 2)
     monkeypatch.setattr(poisoned, "_TM_SPLIT_BELOW", 0)  # keep one pass for 5 row programs
+    # (these small calls would take whole rows of 129-1024 steps on 4-row tiles: the split here)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_ELEMS", {})
     poisoned.clear_caches()
     try:
         check(make_case(name, (130, 37), time_major=True, seed=43), "triton")
