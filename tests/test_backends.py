@@ -2166,19 +2166,19 @@ def test_tm_small_plans(monkeypatch):
         launch.clear_caches()
         assert not tm(512, 128).time_major and not tm(512, 128).tm_lanes
         # _TM_SMALL_LONG_ELEMS: 129 to 1024 steps, 128 rows or more, at most 2^18 elements for
-        # TD(lambda)'s kernel and the forward kernel (where a split took them), fewer for GAE,
-        # V-trace and Retrace (where the generic tiles took them), never for the action form or
+        # TD(lambda)'s kernel (where a split took them), fewer for GAE, V-trace, Retrace and the
+        # forward kernel (where the generic tiles took them), never for the action form or
         # float64 (no form): one chunk of [4, T] on 8 warps
-        assert launch._TM_SMALL_LONG_ELEMS == {"td_lambda": 1 << 18, "forward": 1 << 18, "gae": (1 << 18) - 1,
-                                               "vtrace": (1 << 18) - 1, "retrace": (1 << 18) - 1}
+        assert launch._TM_SMALL_LONG_ELEMS == {"td_lambda": 1 << 18, "forward": (1 << 18) - 1,
+                                               "gae": (1 << 18) - 1, "vtrace": (1 << 18) - 1,
+                                               "retrace": (1 << 18) - 1}
         small = [(256, 512, 512), (128, 1024, 1024), (128, 1000, 1024), (128, 129, 256), (1000, 200, 256)]
         for R, T, bt in small + [(512, 512, 512), (256, 1024, 1024), (1024, 256, 256)]:
-            for form in ("td_lambda", "forward"):
-                assert tile(tm(R, T, form)) == (4, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
+            assert tile(tm(R, T, "td_lambda")) == (4, bt, 8, 1, True, False), (R, T, tm(R, T, "td_lambda"))
         for R, T, bt in small:
-            for form in ("gae", "vtrace", "retrace"):
+            for form in ("gae", "vtrace", "retrace", "forward"):
                 assert tile(tm(R, T, form)) == (4, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
-        for form in ("gae", "vtrace", "retrace"):
+        for form in ("gae", "vtrace", "retrace", "forward"):
             for R, T in [(512, 512), (256, 1024), (1024, 256)]:
                 assert tm(R, T, form).segments > 1, (R, T, form)  # (the split)
         assert tm(512, 512, "retrace_actions").segments > 1 and tm(512, 512, None).segments > 1

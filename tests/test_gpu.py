@@ -792,7 +792,7 @@ def test_tm_small_tiles(shape, name, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
     """launch._TM_SMALL_LONG_ELEMS forced to 2^18 for every kernel form (as shipped for
-    TD(lambda)'s kernel and the forward kernel; GAE, V-trace and Retrace below 2^18): time-major
+    TD(lambda)'s kernel; GAE, V-trace, Retrace and the forward kernel below 2^18): time-major
     calls of at most 2^18 elements with rows of 129 to 1024 steps on one chunk of a whole row,
     4 rows on 8 warps, on 132 SMs (with Triton < 3.7 the 256- and 512-step time-major lanes
     tiles take the forms that have them first, so the time-major lanes tiles are off here),

@@ -510,11 +510,17 @@ _TM_SMALL_ROWS = 8
 #   512 x 512  4.6 -> 5.5  4.9 -> 4.6  6.5 -> 6.6  6.0 -> 6.5  4.7 -> 4.4   (2^18: the split)
 #   256 x 1024 5.7 -> 7.8  9.9 -> 6.5  7.4 -> 9.6  6.9 -> 9.1  5.9 -> 5.7   (2^18)
 #   1024 x 256 5.2 -> 5.1  4.0 -> 3.9  5.9 -> 5.8  5.3 -> 6.1  4.1 -> 4.0   (2^18)
-# So TD(lambda)'s kernel (discounted returns too) and the forward kernel (traces, prefix sums)
-# take it up to 2^18 elements, GAE, V-trace and Retrace below (where it replaces the generic
-# tiles, not the split); the action form was not timed. 64 x 512 (16 programs) gained nothing
-# in session 17's sweep.
-_TM_SMALL_LONG_ELEMS: dict[str, int] = {"td_lambda": 1 << 18, "forward": 1 << 18, "gae": (1 << 18) - 1,
+# So TD(lambda)'s kernel (discounted returns too) takes it up to 2^18 elements, GAE, V-trace,
+# Retrace and the forward kernel (traces, prefix sums) below (where it replaces the generic
+# tiles, not the split); the action form was not timed. Through the harness at 056d399
+# (2026-12-05-nvidia-h200-custom-s48-verify.md, with the forward kernel to 2^18 as first
+# adopted) the forward kernel lost at 2^18 against session 43's run of the split, time-major
+# traces 256 x 1024 4.3 -> 5.7 us and 512 x 512 3.8 -> 4.3, prefix sums 4.3 -> 5.7 and 4.0 ->
+# 4.2 (the A/B's traces had the split at 5.9 and 4.7 there; the harness decides), and gained
+# below (128 x 1024: 6.1 -> 5.7, 6.0 -> 5.7), so it stops below 2^18 too; TD(lambda) 256 x 1024
+# 9.9 -> 6.4, discounted returns 5.4 -> 5.6. 64 x 512 (16 programs) gained nothing in session
+# 17's sweep.
+_TM_SMALL_LONG_ELEMS: dict[str, int] = {"td_lambda": 1 << 18, "forward": (1 << 18) - 1, "gae": (1 << 18) - 1,
                                         "vtrace": (1 << 18) - 1, "retrace": (1 << 18) - 1}
 _TM_SMALL_LONG_ROWS = 4
 _TM_SMALL_LONG_WARPS = 8
