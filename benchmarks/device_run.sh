@@ -84,6 +84,9 @@
 #   s47-2k-4warps ran in session 48: their seds match the settings as they were before it)
 #   s48-tm-rows, ~3 min: the small calls' whole time-major rows of 129-1024 steps on 2 or 1 rows
 #   a program (more programs) against the shipped 4, A/B only;
+#   s49-whole-4warps, ~5 min: whole 4096-step rows on 4 warps (launch._WHOLE_ROW_4K_WARPS, none as
+#   shipped) for TD(lambda)'s kernel capped at 128 registers and the forward kernel (w4), and GAE's
+#   too (w4g), against the plans as shipped at 512 x 4096 and neighbours, then its GPU test;
 #   s46-tm-small, ~5 min: launch._TM_SMALL_ROWS (off as shipped) at 4 and 8 rows against it
 #   off, time-major calls of fewer than 2^18 elements (512 x 128 ...), five estimators, then
 #   its GPU test (forced on); if a setting wins, ship it with test_tm_small_plans's expectations;
@@ -728,6 +731,20 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
         l2="$all; _TM_SMALL_LONG_ROWS = 2" l1="$all; _TM_SMALL_LONG_ROWS = 1" \
         l1w4="$all; _TM_SMALL_LONG_ROWS = 1; _TM_SMALL_LONG_WARPS = 4" | grep -v "^$" | tail -20
       tail -n 1 _ab/s48_tm_rows/*/$L ;;
+    s49-whole-4warps)
+      # whole 4096-step rows on 4 warps beyond the 16-warp bound (launch._WHOLE_ROW_4K_WARPS, none
+      # as shipped; its comment has the SASS counts): w4 = TD(lambda)'s kernel (capped at 128
+      # registers) and the forward kernel; w4g = those and GAE's (its bound down to one program
+      # an SM, capped at 128); then the GPU test of all three forced
+      k4='s/^_WHOLE_ROW_4K_WARPS: dict\[str, int\] = {}$/_WHOLE_ROW_4K_WARPS: dict[str, int] = '
+      c128='s/^_WHOLE_ROW_MAXNREG: dict\[str, int\] = {"td_lambda": 64, "retrace_actions": 64}$/'
+      c128+='_WHOLE_ROW_MAXNREG: dict[str, int] = {"gae": 128, "td_lambda": 128, "retrace_actions": 64}/'
+      g1='s/^_ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 1.0)/_ONE_CHUNK_WARPS = {"gae": (8, 1.0), "td_lambda": (8, 1.0)/'
+      variants_ab s49_whole_4warps 300 gae,td_lambda,discounted_returns,traces,prefix_sum \
+        512x4096,384x4096,256x4096,1024x4096,512x4000 base w4="$k4"'{"td_lambda": 4, "forward": 4}/; '"$c128" \
+        w4g="$k4"'{"gae": 4, "td_lambda": 4, "forward": 4}/; '"$c128; $g1" base2 | grep -v "^$" | tail -28
+      grep -h '^_WHOLE_ROW_4K_WARPS\|^_WHOLE_ROW_MAXNREG\|^_ONE_CHUNK_WARPS =' _ab/s49_whole_4warps/*/$L
+      gpu_tests 150 "whole_row_4k_warps" gpu_s49_whole_4warps.log ;;
     s46-tm-small)
       # time-major calls too small to split (the classic grid's 512 x 128: generic tiles, 1.8-2.2x
       # of batch-major) on one chunk of narrow time-major tiles (launch._TM_SMALL_ROWS; session

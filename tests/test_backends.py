@@ -1405,6 +1405,52 @@ def test_whole_row_registers(monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+def test_whole_row_4k_warps(monkeypatch, poisoned):
+    """launch._WHOLE_ROW_4K_WARPS (none as shipped) sets the warps of a whole batch-major
+    4096-step row in one chunk beyond _ONE_CHUNK_WARPS' bound for the forms it names, on the
+    H200's 132 SMs, and nothing else: not a form it does not name, not rows within the bound
+    (16 warps), not 2048-step rows, not rows of T not a multiple of 16 (no one chunk beyond
+    an SM's worth), not time-major storage; the forward kernel on 4 warps still matches the
+    float64 reference (2 SMs, under the interpreter)."""
+    from rltriton.kernels import launch
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(launch, "_DEFAULT_SMS", 132)
+    monkeypatch.setattr(launch, "_WHOLE_ROW_4K_WARPS", {"td_lambda": 4, "forward": 4})
+
+    def warps(R: int, T: int, form: str, **kw) -> tuple:
+        pl = launch.plan_for(R, T, cpu, form=form, forward=form == "forward", **kw)
+        return pl.block_t, pl.num_warps, pl.segments, pl.time_major
+
+    launch.clear_caches()
+    try:
+        assert launch._WHOLE_ROW_4K_WARPS == {"td_lambda": 4, "forward": 4}
+        for form in ("td_lambda", "forward"):
+            assert warps(512, 4096, form) == warps(133, 4096, form) == (4096, 4, 1, False), form
+            assert warps(132, 4096, form) == (4096, 16, 1, False), form  # within the bound
+            assert warps(512, 2048, form)[1] == 8, form  # 2048-step rows: _ONE_CHUNK_WARPS' first
+            assert warps(512, 4001, form)[0] == 1024, form  # a chunk loop
+            assert warps(512, 4096, form, time_major=True)[0] != 4096, form
+        assert warps(512, 4096, "gae") == (4096, 16, 1, False)  # not named (its bound: 8 an SM)
+        assert warps(1057, 4096, "gae") == (4096, 8, 1, False)  # (beyond GAE's bound: 8, as shipped)
+        monkeypatch.setattr(launch, "_WHOLE_ROW_4K_WARPS", {})
+        launch.clear_caches()
+        assert warps(512, 4096, "td_lambda")[1] == warps(512, 4096, "forward")[1] == 8  # as shipped
+    finally:
+        launch.clear_caches()
+    if not INTERPRET:
+        return
+    monkeypatch.setattr(poisoned, "_device_sms", lambda device: 2)  # 3 rows: 1.5 programs an SM
+    monkeypatch.setattr(poisoned, "_WHOLE_ROW_4K_WARPS", {"forward": 4})
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments))
+    poisoned.clear_caches()
+    try:
+        check(make_case("traces", (3, 4096), flags="both", seed=88), "triton")
+        assert seen == [(4096, 4, 1)], seen
+    finally:
+        poisoned.clear_caches()
+
+
 def test_lanes_registers(monkeypatch, poisoned):
     """launch._TM_LANES_MAXNREG and _LANES_MAXNREG cap the registers of the forms they name where
     those take the time-major lanes tiles, or the batch-major lanes tiles, on more programs

@@ -458,6 +458,29 @@ def test_whole_row_plans(shape, name, dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(512, 4096), (300, 4000)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_whole_row_4k_warps(shape, name, dtype, monkeypatch):
+    """launch._WHOLE_ROW_4K_WARPS at 4 for GAE's and TD(lambda)'s kernels and the forward kernel
+    (none as shipped), GAE's 16-warp bound down to one program an SM, both backward kernels
+    capped at 128 registers (GAE's spills), as ``device_run.sh s49-whole-4warps`` times them:
+    whole 4096-step rows on 4 warps, 32 steps a thread, still right, float32 and bfloat16,
+    replay included; the other forms keep their plans (_WHOLE_ROW_SHIPPED)."""
+    from rltriton.kernels import launch
+
+    settings = {"_WHOLE_ROW_4K_WARPS": {"gae": 4, "td_lambda": 4, "forward": 4},
+                "_ONE_CHUNK_WARPS": {**launch._ONE_CHUNK_WARPS, "gae": (8, 1.0)},
+                "_WHOLE_ROW_MAXNREG": {**launch._WHOLE_ROW_MAXNREG, "gae": 128, "td_lambda": 128}}
+    used = _forced(monkeypatch, settings, name, shape, 34, "whole rows on 4 warps",
+                   lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments, kw.get("maxnreg")), dtype=dtype)
+    form = {"discounted_returns": "td_lambda", "retrace_av": "retrace_actions", "traces": "forward",
+            "prefix_sum": "forward"}.get(name, name)
+    want = {"gae": (4096, 4, 1, 128), "td_lambda": (4096, 4, 1, 128), "forward": (4096, 4, 1, None)}.get(
+        form, _WHOLE_ROW_SHIPPED[shape][form])
+    assert used and set(used) == {want}, used
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("shape", [(16384, 128), (8192, 128), (9000, 100), (32768, 64)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_tm_lanes_registers(shape, name, dtype, monkeypatch):

@@ -344,6 +344,19 @@ _ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 1.0), "retrace": (16, 8.0)
 # 60 registers uncapped, 576 SASS a thread, against 584 and 24 B of spills capped); GAE, V-trace
 # and the forward kernel keep their plans (tests/test_gpu.py::test_whole_row_plans).
 _WHOLE_ROW_MAXNREG: dict[str, int] = {"td_lambda": 64, "retrace_actions": 64}
+# The warps of a whole 4096-step row in one chunk beyond _ONE_CHUNK_WARPS' bound, per kernel form
+# (none: 8, as shipped; prepared in session 48, untimed). On 4 warps a thread holds 32 steps:
+# more of the scan runs in the thread, whose serial steps are cheaper than the scans across
+# threads, and a program needs registers for 128 threads only. SASS a thread at 512 x 4096
+# (Triton 3.6, benchmarks/sass_counts.py; registers, spills; the issue estimate of the whole
+# grid on 132 SMs): the forward kernel 680 (72, 3 programs an SM, 1.29 rounds; 2.66 us) -> 1208
+# on 4 warps (105, 4 an SM, one round; 2.37 us); TD(lambda) 856 on 8 capped at 64 (16 B; 3.35
+# us) -> 1352 on 4 capped at 128 (127, none, one round; 2.65 us), discounted returns 752 (2.95)
+# -> 1176 (121; 2.30); GAE 552 on 16 warps (two rounds; 4.33) -> 1472 on 4 capped at 128 (136 B;
+# 2.88), 1376 uncapped at 174 registers (two an SM). `device_run.sh s49-whole-4warps` times
+# them (TD(lambda)'s kernel with _WHOLE_ROW_MAXNREG 128 on 4 warps; GAE's with its bound down
+# to one program an SM, as TD(lambda)'s); tests/test_gpu.py::test_whole_row_4k_warps.
+_WHOLE_ROW_4K_WARPS: dict[str, int] = {}
 # The same for the time-major lanes tiles (_TM_LANES_TILES; whole rows of up to 128 steps, 32 or
 # 64 rows a program) on more programs than SMs (session 47; none as shipped, untimed). Where a
 # form's tile takes more than 64 registers on 16 warps only one program an SM is resident, and a
@@ -1329,17 +1342,19 @@ def _next_pow2(x: int) -> int:
 
 
 def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
-                     bounds: tuple[float, float, float, bool] | None, wide_4k: float = 1.0) -> int:
+                     bounds: tuple[float, float, float, bool] | None, wide_4k: float = 1.0,
+                     beyond_4k: int = 8) -> int:
     """Warps of a program holding a whole row of ``T`` steps in one chunk of ``p2`` =
     next_pow2(T) (``_ONE_CHUNK``), or 0 where the plan should not: ``bounds`` as in
-    ``_ONE_CHUNK_ROWS`` (None: never); ``wide_4k`` as in ``_ONE_CHUNK_WARPS``."""
+    ``_ONE_CHUNK_ROWS`` (None: never); ``wide_4k`` as in ``_ONE_CHUNK_WARPS``; ``beyond_4k``
+    the warps of a whole 4096-step row past that bound (``_WHOLE_ROW_4K_WARPS``)."""
     if not _ONE_CHUNK or bounds is None or not _MAX_BLOCK_T < p2 <= _ONE_CHUNK_MAX_T:
         return 0
     most_4k, fewest_8k, most_8k, unaligned = bounds
     aligned = T % 16 == 0
     if p2 <= 4096:
         few = programs <= sms
-        warps = 16 if few or (aligned and programs <= wide_4k * sms) else 8
+        warps = 16 if few or (aligned and programs <= wide_4k * sms) else beyond_4k
         # rows of T not a multiple of 16 (scalar loads) only on an SM's worth of programs
         fits = programs <= most_4k * sms and (aligned or (unaligned and few))
     else:
@@ -1352,7 +1367,7 @@ def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
 def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int] = _LONG_ROWS_DEFAULT,
          forward: bool = False, one_chunk: tuple[float, float, float, bool] | None = None,
          tiny_warp_elems: int = _TINY_WARP_ELEMS,
-         whole_warps: tuple[int, float] = _ONE_CHUNK_WARPS_DEFAULT,
+         whole_warps: tuple[int, float] | tuple[int, float, int] = _ONE_CHUNK_WARPS_DEFAULT,
          loop_tile: tuple[int, int] = _LOOP_TILE_DEFAULT,
          short_tile: tuple[int, int] = _SHORT_TILE_DEFAULT,
          long_split: tuple[tuple[int, int], int] | None = None) -> Plan:
@@ -1380,7 +1395,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     loop. ``tiny_warp_elems``: the elements a warp of a tile of at most ``_TINY_T`` steps
     (the form's entry of ``_TINY_WARP_ELEMS_BY_FORM``). ``whole_warps`` (the form's entry of
     ``_ONE_CHUNK_WARPS``): the warps of a whole row of 1025 to 2048 steps on more programs
-    than SMs, and the most programs an SM on which a whole 4096-step row keeps 16 warps.
+    than SMs, and the most programs an SM on which a whole 4096-step row keeps 16 warps; and,
+    third where given (the form's entry of ``_WHOLE_ROW_4K_WARPS``, else 8), its warps beyond.
     ``loop_tile`` (the form's entry of ``_LOOP_TILES``): the steps of a chunk of a row that
     one program walks (backward kernels) and the chunk loop's pipelining depth, for rows of
     whole chunks on at least ``_LOOP_TILE_MIN_PROGRAMS`` programs an SM. ``short_tile``
@@ -1408,7 +1424,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         block_n = 1
     block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
-    whole = _one_chunk_warps(programs, T, p2, sms, one_chunk, whole_warps[1])
+    whole = _one_chunk_warps(programs, T, p2, sms, one_chunk, whole_warps[1],
+                             whole_warps[2] if len(whole_warps) > 2 else 8)
     if whole:
         return Plan(1, p2, whole, 1, p2)
     loop_warps, split_steps, split_warps = long_rows
@@ -1616,7 +1633,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
-                _ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT),
+                (*_ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _WHOLE_ROW_4K_WARPS.get(form, 8)),
+                _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT),
                 short_tile or _SHORT_TILE_DEFAULT, long_split)
 
 
