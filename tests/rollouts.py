@@ -18,7 +18,8 @@ import rltriton as rt
 
 ESTIMATORS = ("gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "retrace_av", "traces", "prefix_sum")
 BOOTSTRAP_FORMS = ("none", "last_value", "bootstrap_values", "next_values")
-# each estimator's entry of launch._TM_FEW_TILES (Retrace's action form has its own)
+# each estimator's kernel form: its key in launch's per-form settings (launch._TM_FEW_TILES,
+# _ONE_CHUNK_ROWS, _WHOLE_ROW_MAXNREG ...; Retrace's action form has its own)
 FEW_ROWS_KIND = {"gae": "gae", "td_lambda": "td_lambda", "discounted_returns": "td_lambda", "vtrace": "vtrace",
                  "retrace": "retrace", "retrace_av": "retrace_actions", "traces": "forward", "prefix_sum": "forward"}
 EPS32 = torch.finfo(torch.float32).eps

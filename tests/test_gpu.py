@@ -412,8 +412,7 @@ def test_whole_row_registers(shape, name, warps, dtype, monkeypatch):
                 "_ONE_CHUNK_WARPS": _WHOLE_ROW_WARPS[warps]}
     used = _forced(monkeypatch, settings, name, shape, 31, f"whole rows, {warps} warps, capped",
                    lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments, kw.get("maxnreg")), dtype=dtype)
-    form = {"discounted_returns": "td_lambda", "retrace_av": "retrace_actions", "traces": "forward",
-            "prefix_sum": "forward"}.get(name, name)
+    form = FEW_ROWS_KIND[name]
     if form == "forward":
         want = 8
     elif shape[1] > 2048:
@@ -452,8 +451,7 @@ def test_whole_row_plans(shape, name, dtype, monkeypatch):
     reference, float32 and bfloat16, replay included."""
     used = _forced(monkeypatch, {}, name, shape, 33, "whole rows as shipped",
                    lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments, kw.get("maxnreg")), dtype=dtype)
-    form = {"discounted_returns": "td_lambda", "retrace_av": "retrace_actions", "traces": "forward",
-            "prefix_sum": "forward"}.get(name, name)
+    form = FEW_ROWS_KIND[name]
     assert used and set(used) == {_WHOLE_ROW_SHIPPED[shape][form]}, used
 
 
@@ -473,8 +471,7 @@ def test_whole_row_4k_warps(shape, name, dtype, monkeypatch):
                 "_WHOLE_ROW_MAXNREG": {**launch._WHOLE_ROW_MAXNREG, "gae": 128, "td_lambda": 128}}
     used = _forced(monkeypatch, settings, name, shape, 34, "whole rows on 4 warps",
                    lambda pl, kw: (pl.block_t, pl.num_warps, pl.segments, kw.get("maxnreg")), dtype=dtype)
-    form = {"discounted_returns": "td_lambda", "retrace_av": "retrace_actions", "traces": "forward",
-            "prefix_sum": "forward"}.get(name, name)
+    form = FEW_ROWS_KIND[name]
     want = {"gae": (4096, 4, 1, 128), "td_lambda": (4096, 4, 1, 128), "forward": (4096, 4, 1, None)}.get(
         form, _WHOLE_ROW_SHIPPED[shape][form])
     assert used and set(used) == {want}, used

@@ -357,6 +357,7 @@ _WHOLE_ROW_MAXNREG: dict[str, int] = {"td_lambda": 64, "retrace_actions": 64}
 # them (TD(lambda)'s kernel with _WHOLE_ROW_MAXNREG 128 on 4 warps; GAE's with its bound down
 # to one program an SM, as TD(lambda)'s); tests/test_gpu.py::test_whole_row_4k_warps.
 _WHOLE_ROW_4K_WARPS: dict[str, int] = {}
+_WHOLE_ROW_4K_WARPS_DEFAULT = 8
 # The same for the time-major lanes tiles (_TM_LANES_TILES; whole rows of up to 128 steps, 32 or
 # 64 rows a program) on more programs than SMs (session 47; none as shipped, untimed). Where a
 # form's tile takes more than 64 registers on 16 warps only one program an SM is resident, and a
@@ -533,8 +534,8 @@ _TM_SMALL_ROWS = 8
 # below (128 x 1024: 6.1 -> 5.7, 6.0 -> 5.7), so it stops below 2^18 too; TD(lambda) 256 x 1024
 # 9.9 -> 6.4, discounted returns 5.4 -> 5.6. 64 x 512 (16 programs) gained nothing in session
 # 17's sweep.
-_TM_SMALL_LONG_ELEMS: dict[str, int] = {"td_lambda": 1 << 18, "forward": (1 << 18) - 1, "gae": (1 << 18) - 1,
-                                        "vtrace": (1 << 18) - 1, "retrace": (1 << 18) - 1}
+_TM_SMALL_LONG_ELEMS: dict[str, int] = {
+    "td_lambda": _TM_SPLIT_MIN_ELEMS, **dict.fromkeys(("gae", "vtrace", "retrace", "forward"), _TM_SPLIT_MIN_ELEMS - 1)}
 _TM_SMALL_LONG_ROWS = 4
 _TM_SMALL_LONG_WARPS = 8
 _TM_SMALL_LONG_MAX_T = 1024
@@ -1343,7 +1344,7 @@ def _next_pow2(x: int) -> int:
 
 def _one_chunk_warps(programs: int, T: int, p2: int, sms: int,
                      bounds: tuple[float, float, float, bool] | None, wide_4k: float = 1.0,
-                     beyond_4k: int = 8) -> int:
+                     beyond_4k: int = _WHOLE_ROW_4K_WARPS_DEFAULT) -> int:
     """Warps of a program holding a whole row of ``T`` steps in one chunk of ``p2`` =
     next_pow2(T) (``_ONE_CHUNK``), or 0 where the plan should not: ``bounds`` as in
     ``_ONE_CHUNK_ROWS`` (None: never); ``wide_4k`` as in ``_ONE_CHUNK_WARPS``; ``beyond_4k``
@@ -1396,7 +1397,8 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
     (the form's entry of ``_TINY_WARP_ELEMS_BY_FORM``). ``whole_warps`` (the form's entry of
     ``_ONE_CHUNK_WARPS``): the warps of a whole row of 1025 to 2048 steps on more programs
     than SMs, and the most programs an SM on which a whole 4096-step row keeps 16 warps; and,
-    third where given (the form's entry of ``_WHOLE_ROW_4K_WARPS``, else 8), its warps beyond.
+    third where given (the form's entry of ``_WHOLE_ROW_4K_WARPS``, else
+    ``_WHOLE_ROW_4K_WARPS_DEFAULT``), its warps beyond.
     ``loop_tile`` (the form's entry of ``_LOOP_TILES``): the steps of a chunk of a row that
     one program walks (backward kernels) and the chunk loop's pipelining depth, for rows of
     whole chunks on at least ``_LOOP_TILE_MIN_PROGRAMS`` programs an SM. ``short_tile``
@@ -1424,8 +1426,7 @@ def plan(R: int, T: int, sms: int = _DEFAULT_SMS, long_rows: tuple[int, int, int
         block_n = 1
     block_n = max(1, min(block_n, _TILE // block_t))
     programs = _cdiv(R, block_n)
-    whole = _one_chunk_warps(programs, T, p2, sms, one_chunk, whole_warps[1],
-                             whole_warps[2] if len(whole_warps) > 2 else 8)
+    whole = _one_chunk_warps(programs, T, p2, sms, one_chunk, *whole_warps[1:])
     if whole:
         return Plan(1, p2, whole, 1, p2)
     loop_warps, split_steps, split_warps = long_rows
@@ -1633,7 +1634,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     one_chunk = None if form is None else _ONE_CHUNK_ROWS.get(form, _ONE_CHUNK_DEFAULT)
     return plan(R, T, sms, long_rows, forward and _FWD_TILES, one_chunk,
                 _TINY_WARP_ELEMS_BY_FORM.get(form, _TINY_WARP_ELEMS),
-                (*_ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT), _WHOLE_ROW_4K_WARPS.get(form, 8)),
+                (*_ONE_CHUNK_WARPS.get(form, _ONE_CHUNK_WARPS_DEFAULT),
+                 _WHOLE_ROW_4K_WARPS.get(form, _WHOLE_ROW_4K_WARPS_DEFAULT)),
                 _LOOP_TILES.get(form, _LOOP_TILE_DEFAULT),
                 short_tile or _SHORT_TILE_DEFAULT, long_split)
 
