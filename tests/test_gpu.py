@@ -397,8 +397,9 @@ _WHOLE_ROW_WARPS = {8: {"gae": (8, 1.0), "td_lambda": (8, 1.0), "vtrace": (8, 1.
 @pytest.mark.parametrize("warps", [8, 16])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_whole_row_registers(shape, name, warps, dtype, monkeypatch):
-    """launch._WHOLE_ROW_MAXNREG at 64 for every kernel form (none as shipped), each form's whole
-    4096-step rows in one chunk up to 4 programs an SM (_ONE_CHUNK_ROWS), on 8 warps or on 16
+    """launch._WHOLE_ROW_MAXNREG at 64 for every kernel form (as shipped for TD(lambda)'s kernel
+    and the action form only), each form's whole 4096-step rows in one chunk up to 4 programs an
+    SM (_ONE_CHUNK_ROWS), on 8 warps or on 16
     (_ONE_CHUNK_WARPS; the forward kernel keeps its 8; V-trace's 2048-step rows on 8 with the
     former), as ``device_run.sh s47-whole-row-a`` and ``-b`` time them: capped kernels that
     spill (V-trace, Retrace, the action form, GAE) are still right, float32 and bfloat16,
