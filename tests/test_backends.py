@@ -2218,19 +2218,23 @@ def test_tm_small_plans(monkeypatch):
         assert launch._TM_SMALL_LONG_ELEMS == {"td_lambda": 1 << 18, "forward": (1 << 18) - 1,
                                                "gae": (1 << 18) - 1, "vtrace": (1 << 18) - 1,
                                                "retrace": (1 << 18) - 1}
-        small = [(256, 512, 512), (128, 1024, 1024), (128, 1000, 1024), (128, 129, 256), (1000, 200, 256)]
-        for R, T, bt in small + [(512, 512, 512), (256, 1024, 1024), (1024, 256, 256)]:
-            assert tile(tm(R, T, "td_lambda")) == (4, bt, 8, 1, True, False), (R, T, tm(R, T, "td_lambda"))
-        for R, T, bt in small:
+        # (_TM_SMALL_LONG_FEW_ROWS = 2 rows a program in calls of 64 to 255 rows)
+        assert (launch._TM_SMALL_LONG_MIN_ROWS, launch._TM_SMALL_LONG_FEW_BELOW) == (64, 256)
+        small = [(256, 512, 512, 4), (128, 1024, 1024, 2), (128, 1000, 1024, 2), (128, 129, 256, 2),
+                 (1000, 200, 256, 4), (255, 1024, 1024, 2), (64, 512, 512, 2), (127, 512, 512, 2)]
+        for R, T, bt, rows in small + [(512, 512, 512, 4), (256, 1024, 1024, 4), (1024, 256, 256, 4)]:
+            assert tile(tm(R, T, "td_lambda")) == (rows, bt, 8, 1, True, False), (R, T, tm(R, T, "td_lambda"))
+        for R, T, bt, rows in small:
             for form in ("gae", "vtrace", "retrace", "forward"):
-                assert tile(tm(R, T, form)) == (4, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
+                assert tile(tm(R, T, form)) == (rows, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
         for form in ("gae", "vtrace", "retrace", "forward"):
             for R, T in [(512, 512), (256, 1024), (1024, 256)]:
                 assert tm(R, T, form).segments > 1, (R, T, form)  # (the split)
         assert tm(512, 512, "retrace_actions").segments > 1 and tm(512, 512, None).segments > 1
         assert not tm(256, 512, "retrace_actions").time_major and not tm(256, 512, None).time_major
-        for R, T in [(127, 512), (512, 1025), (513, 512), (256, 1025)]:
-            assert tm(R, T, "td_lambda").block_n != 4, (R, T)
+        assert not tm(128, 512, "retrace_actions").time_major and not tm(128, 1024, None).time_major
+        for R, T in [(63, 512), (512, 1025), (513, 512), (256, 1025), (128, 1025)]:
+            assert tm(R, T, "td_lambda").block_n not in (2, 4), (R, T)
         # (the 256- and 512-step time-major lanes tiles first, where they are: Triton < 3.7)
         monkeypatch.setattr(launch, "_TM_LANES_NARROW", True)
         launch.clear_caches()
@@ -2242,8 +2246,9 @@ def test_tm_small_plans(monkeypatch):
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_tm_small_long_tiles(name, monkeypatch, poisoned):
     """The one-chunk time-major tiles of whole rows of 129 to 1024 steps on 4 rows and 8 warps
-    (``launch._TM_SMALL_LONG_ELEMS``: every form here, 2^18 elements) on 2 SMs, from 8 rows
-    (``_TM_SMALL_LONG_MIN_ROWS``, lowered here): every estimator against the float64 reference
+    (``launch._TM_SMALL_LONG_ELEMS``: every form here, 2^18 elements) on 2 SMs, from 7 rows
+    (``_TM_SMALL_LONG_MIN_ROWS``, lowered here), and on 2 rows below 9 rows
+    (``_TM_SMALL_LONG_FEW_BELOW``, lowered here): every estimator against the float64 reference
     with outputs poisoned, rows of 256 steps and of 200 and 300 (padded inside the tile), row
     counts that leave the last tile part empty, the bootstrap forms in turn, truncations and
     terminations, and bfloat16 inputs."""
@@ -2251,19 +2256,21 @@ def test_tm_small_long_tiles(name, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
     monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_ELEMS", dict.fromkeys([*poisoned._FORMS, "forward"], 1 << 18))
-    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_MIN_ROWS", 8)
-    monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 8)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_MIN_ROWS", 7)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_FEW_BELOW", 9)
+    monkeypatch.setattr(poisoned, "_TM_MIN_ROWS", 7)
     monkeypatch.setattr(poisoned, "_TM_LANES", False)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps,
                                                              pl.segments))
     try:
         poisoned.clear_caches()
         for k, (shape, dtype) in enumerate([((9, 256), torch.float32), ((10, 200), torch.float32),
-                                            ((8, 300), torch.bfloat16)]):
+                                            ((7, 300), torch.bfloat16)]):
             bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % len(BOOTSTRAP_FORMS)]
             seen.clear()
             check(make_case(name, shape, seed=90 + k, time_major=True, bootstrap=bootstrap, dtype=dtype), "triton")
-            assert seen and set(seen) == {(True, 4, 256 if shape[1] <= 256 else 512, 8, 1)}, (name, shape, seen)
+            rows = 2 if shape[0] < 9 else 4
+            assert seen and set(seen) == {(True, rows, 256 if shape[1] <= 256 else 512, 8, 1)}, (name, shape, seen)
     finally:
         poisoned.clear_caches()
 

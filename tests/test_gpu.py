@@ -809,25 +809,28 @@ def test_tm_small_tiles(shape, name, dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize("shape", [(512, 512), (256, 1000), (128, 1024), (700, 300)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("shape", [(512, 512), (256, 1000), (128, 1024), (700, 300), (129, 1000)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
     """launch._TM_SMALL_LONG_ELEMS forced to 2^18 for every kernel form (as shipped for
     TD(lambda)'s kernel; GAE, V-trace, Retrace and the forward kernel below 2^18): time-major
     calls of at most 2^18 elements with rows of 129 to 1024 steps on one chunk of a whole row,
-    4 rows on 8 warps, on 132 SMs (with Triton < 3.7 the 256- and 512-step time-major lanes
-    tiles take the forms that have them first, so the time-major lanes tiles are off here),
-    rows padded inside the tile, a last tile part empty, the bootstrap forms in turn,
-    float32 and bfloat16 inputs, repeated so that a replay runs too."""
+    4 rows on 8 warps (2 in calls of fewer than 256 rows, as shipped), on 132 SMs (with
+    Triton < 3.7 the 256- and 512-step time-major lanes tiles take the forms that have them
+    first, so the time-major lanes tiles are off here), rows padded inside the tile, a last
+    tile part empty, the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so
+    that a replay runs too."""
     from rltriton.kernels import launch
 
-    k = [(512, 512), (256, 1000), (128, 1024), (700, 300)].index(shape)
+    k = [(512, 512), (256, 1000), (128, 1024), (700, 300), (129, 1000)].index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
     settings = {"_TM_SMALL_LONG_ELEMS": dict.fromkeys([*launch._FORMS, "forward"], 1 << 18), "_TM_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 23 + k, "tm small long",
                    lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments),
                    time_major=True, dtype=dtype, bootstrap=bootstrap)
-    assert used and set(used) == {(True, 4, 512 if shape[1] <= 512 else 1024, 8, 1)}, used
+    rows = launch._TM_SMALL_LONG_FEW_ROWS if shape[0] < launch._TM_SMALL_LONG_FEW_BELOW else launch._TM_SMALL_LONG_ROWS
+    assert used and set(used) == {(True, rows, 512 if shape[1] <= 512 else 1024, 8, 1)}, used
 
 
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:

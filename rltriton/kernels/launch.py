@@ -539,7 +539,22 @@ _TM_SMALL_LONG_ELEMS: dict[str, int] = {
 _TM_SMALL_LONG_ROWS = 4
 _TM_SMALL_LONG_WARPS = 8
 _TM_SMALL_LONG_MAX_T = 1024
-_TM_SMALL_LONG_MIN_ROWS = 128
+# Calls of fewer than _TM_SMALL_LONG_FEW_BELOW rows take _TM_SMALL_LONG_FEW_ROWS rows a program
+# (twice the programs: 128 x 1024 ran 32 programs of [4, 1024], two warps a scheduler on 32
+# SMs), from _TM_SMALL_LONG_MIN_ROWS rows. Session 49's A/B (`device_run.sh s48-tm-rows`,
+# 2026-12-05-h100-s49-ab-tm-rows.txt; H100, Triton 3.6, device us), time-major, as shipped ->
+# 2 rows -> 1 row (-> 1 row on 4 warps, not shown: as 1 row):
+#              GAE             TD(lambda)      V-trace          traces
+#   128 x 1024 7.8 -> 7.4 9.4  6.6 -> 5.6 7.2  9.6 -> 8.7 11.1  5.7 -> 5.2 6.5
+#   64 x 512   4.5 -> 4.4 4.7  3.7 -> 3.4 3.7  4.8 -> 4.9 5.1   3.3 -> 3.1 3.3  (generic tiles before)
+#   256 x 1024 5.8 -> 9.9      6.9 -> 7.1      7.5 -> 11.6      6.0 -> 6.3      (2^18: GAE, V-trace,
+#   512 x 512  5.1 -> 8.9      4.8 -> 6.7      6.6 -> 10.0      4.8 -> 5.4       traces split)
+# so 2 rows below 256 rows (64 programs at 128 rows; at 256 rows, 128 programs of 2 rows lost
+# to 64 of 4: TD(lambda) 6.9 -> 7.1), and from 64 rows (16 programs at 4 rows gained nothing in
+# session 17's sweep; 32 at 2 rows do).
+_TM_SMALL_LONG_FEW_BELOW = 256
+_TM_SMALL_LONG_FEW_ROWS = 2
+_TM_SMALL_LONG_MIN_ROWS = 64
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
 # pipelined _TM_STAGES deep (``tl.range(num_stages=...)``: Triton >= 3.x issues the next
 # chunks' loads as cp.async copies into shared memory while the current chunk is scanned),
@@ -1523,7 +1538,8 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     ``_TM_SPLIT_MIN_ELEMS`` elements, which otherwise take the generic tiles; ``small_long``
     (the kernel form's entry of ``_TM_SMALL_LONG_ELEMS``, 0: never): rows of up to
     ``_TM_SMALL_LONG_MAX_T`` steps in calls of at most that many elements too, on
-    ``_TM_SMALL_LONG_ROWS`` rows), and
+    ``_TM_SMALL_LONG_ROWS`` rows, ``_TM_SMALL_LONG_FEW_ROWS`` below ``_TM_SMALL_LONG_FEW_BELOW``
+    rows), and
     longer rows are cut into segments
     of whole chunks (two passes, summaries stored segment-major so they too are read along
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
@@ -1558,7 +1574,8 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
             return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
                 and R * T <= small_long:
-            return _tm_one_chunk(_TM_SMALL_LONG_ROWS, T, _TM_SMALL_LONG_WARPS)
+            rows = _TM_SMALL_LONG_FEW_ROWS if R < _TM_SMALL_LONG_FEW_BELOW else _TM_SMALL_LONG_ROWS
+            return _tm_one_chunk(rows, T, _TM_SMALL_LONG_WARPS)
         if R * T < _TM_SPLIT_MIN_ELEMS or n_chunks < 2:
             # too few row blocks and nothing to split: the generic tiles give more programs
             # (several rows each, short rows: their accesses along rows are already wide)
