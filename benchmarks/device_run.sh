@@ -82,6 +82,9 @@
 #   4096-step rows), then the classic rows they move through the harness against rl-triton;
 #   (s47-whole-row-a/-b, s47-tm-lanes-regs, s45-vtrace64, s46-tm-small, s46-tm-small-long and
 #   s47-2k-4warps ran in session 48: their seds match the settings as they were before it)
+#   s49-verify, ~4 min (carry .peers): the GPU tests of the time-major small calls' tiles after
+#   session 49's 2-row programs, then the classic grid's 128 x 1024 through the harness;
+#   (s49-whole-4warps and s48-tm-rows ran in session 49, on an H100)
 #   s48-tm-rows, ~3 min: the small calls' whole time-major rows of 129-1024 steps on 2 or 1 rows
 #   a program (more programs) against the shipped 4, A/B only;
 #   s49-whole-4warps, ~5 min: whole 4096-step rows on 4 warps (launch._WHOLE_ROW_4K_WARPS, none as
@@ -720,6 +723,15 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
         --shapes 512x4096,512x128,256x1024,128x1024,512x512 --time-major --peers rl-triton \
         --estimators retrace,retrace_av,td_lambda,discounted_returns,gae,traces,vtrace,prefix_sum \
         --max-minutes 4.6 --no-plots --tag s48-verify --out "$OUT" 2>&1 | tail -60 ;;
+    s49-verify)
+      # session 49's adopted plan (launch._TM_SMALL_LONG_FEW_ROWS: time-major calls of 64-255 rows
+      # of 129-1024 steps on 2 rows a program): its GPU test, then the classic grid's 128 x 1024
+      # through the harness, time-major too, against rl-triton (carry .peers)
+      gpu_tests 150 "tm_small_long_tiles or tm_small_tiles" gpu_s49_verify.log
+      timeout 300 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
+        --shapes 128x1024 --time-major --peers rl-triton \
+        --estimators retrace,retrace_av,td_lambda,discounted_returns,gae,traces,vtrace,prefix_sum \
+        --max-minutes 4 --no-plots --tag s49-verify --out "$OUT" 2>&1 | tail -30 ;;
     s48-tm-rows)
       # the small calls' whole time-major rows of 129-1024 steps (launch._TM_SMALL_LONG_ELEMS) on
       # fewer rows a program, so more programs: 128 x 1024 takes 32 programs of [4, 1024] on 8
