@@ -85,6 +85,8 @@
 #   s49-verify, ~4 min (carry .peers): the GPU tests of the time-major small calls' tiles after
 #   session 49's 2-row programs, then the classic grid's 128 x 1024 through the harness;
 #   (s49-whole-4warps and s48-tm-rows ran in session 49, on an H100)
+#   native-tests, ~6 min: every GPU test of the compiled replay (native-massive runs all but
+#   the time splits' in its time box)
 #   s48-tm-rows, ~3 min: the small calls' whole time-major rows of 129-1024 steps on 2 or 1 rows
 #   a program (more programs) against the shipped 4, A/B only;
 #   s49-whole-4warps, ~5 min: whole 4096-step rows on 4 warps (launch._WHOLE_ROW_4K_WARPS, none as
@@ -1157,12 +1159,20 @@ print('driver', L._driver_version(), 'pdl', L._pdl(torch.device('cuda')))"
       timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --estimators gae --peers pufferlib,rl-triton \
         --shapes 4096x8,8192x8,16384x8,32768x8,4096x16,8192x16,16384x16,32768x16,4096x32,8192x32,16384x32,32768x32 \
         --max-minutes 2.3 --no-plots --tag native-puffer --out "$OUT" 2>&1 | tail -16 ;;
+    native-tests)
+      # every GPU test of the compiled replay (tests/test_native.py, about 5 minutes on a cold
+      # kernel cache: 148 tests, session 49's H100), failures with short tracebacks
+      ( time python3 -m rltriton.kernels.native ) 2>&1 | tail -4 | tee "$OUT/native_build.log"
+      timeout 480 python3 -m pytest -m gpu tests/test_native.py -q -n 14 -p no:cacheprovider -rf --tb=short 2>&1 \
+        | grep -v -i benchmark | tee "$OUT/native_tests.log" | tail -30 ;;
     native-massive)
       # the compiled replay: build, its GPU tests, the host-time probe, then the massive grid's
       # GAE rows against PufferLib and rl-triton through the harness (with plots' data)
       ( time python3 -m rltriton.kernels.native ) 2>&1 | tail -4 | tee "$OUT/native_build.log"
-      timeout 150 python3 -m pytest -m gpu tests/test_native.py -q -n 14 -p no:cacheprovider 2>&1 \
-        | tee "$OUT/native_tests.log" | tail -3
+      # (the time splits' tests, about 3 of the 5 minutes of the whole file on a cold kernel cache:
+      # native-tests runs them; session 49's 150-s box cut the whole file at 48%)
+      timeout 150 python3 -m pytest -m gpu tests/test_native.py -q -n 14 -p no:cacheprovider -rf --tb=short \
+        -k "not serves_time_split" 2>&1 | grep -v -i benchmark | tee "$OUT/native_tests.log" | tail -3
       timeout 100 python3 benchmarks/native_launch.py gae,td_lambda 2>&1 | tee "$OUT/native_launch.txt" | tail -15
       timeout 280 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid massive --estimators gae \
         --peers pufferlib,rl-triton --time-major --max-minutes 4.3 --no-plots --tag native-gae --out "$OUT" 2>&1 \
