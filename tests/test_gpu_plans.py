@@ -10,6 +10,7 @@ computed, nothing is compared and the inputs are constants, not random draws
 and constexprs the launcher chose. A repeated call with the same signature is skipped, as
 the GPU's replay of it makes no new plan. The outputs themselves are checked on the H200
 (``pytest -m gpu``), and the interpreter tests check the same kernels at small shapes.
+The last test checks the premise of ``tests/test_native.py``'s time-split test the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import torch
 
 from tests import rollouts
 from tests import test_gpu as G
-from tests.rollouts import Case, to_time_major
+from tests import test_native as N
+from tests.conftest import plans_used
+from tests.rollouts import Case, make_case, to_time_major
 
 H200_SMS = 132
 # Triton 3.6's values of the settings that launch.py derives from the installed version
@@ -152,3 +155,20 @@ def test_dry_runs_see_the_plan(monkeypatch):
     assert G._forced(monkeypatch, settings, "gae", (300, 7), 10, "group scan", record) == [6]
     # (299 rows: a call of 300 x 7 again would be taken for a replay and skipped)
     assert G._forced(monkeypatch, {**settings, "_DESC_MAX_T": 0}, "gae", (299, 7), 10, "group scan", record) == [2]
+
+
+@pytest.mark.parametrize("layout,shape", N.TIME_SPLIT_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("name", rollouts.ESTIMATORS)
+def test_native_time_split_plans(name, layout, shape, monkeypatch):
+    """test_native.py::test_serves_time_split's premise, dry: each of its calls splits in time
+    on the H200 under its settings (a split is what it checks the compiled replay serves; a
+    plan change that ran one of them in one pass left that GPU test failing, found sessions
+    later)."""
+    from rltriton.kernels import launch
+
+    N.time_split_settings(monkeypatch)
+    launch.clear_caches()
+    seen = plans_used(monkeypatch, launch, lambda pl, kw: pl.segments)
+    case = make_case(name, shape, seed=0)
+    (to_time_major(case) if layout == "time-major" else case)(backend="triton")
+    assert seen and max(seen) > 1, (name, layout, shape, seen)

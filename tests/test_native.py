@@ -155,9 +155,20 @@ def test_serves_repeated_calls(name, shape, layout, loaded, monkeypatch):
     assert first is not tuple  # a named result, or the one output tensor
 
 
+# the calls of test_serves_time_split, each split in time on the H200 under
+# time_split_settings (tests/test_gpu_plans.py::test_native_time_split_plans checks that on the CPU)
+TIME_SPLIT_CASES = [("time-major", (512, 512)), ("time-major", (300, 1000)), ("batch-major", (4, 65536))]
+
+
+def time_split_settings(monkeypatch) -> None:
+    """The launcher's settings under which TIME_SPLIT_CASES split: since session 48 TD(lambda)'s
+    kernel runs whole time-major 512-step rows of a call of 2^18 elements in one pass
+    (launch._TM_SMALL_LONG_ELEMS), so that is off."""
+    monkeypatch.setattr(launch, "_TM_SMALL_LONG_ELEMS", {})
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout,shape", [("time-major", (512, 512)), ("time-major", (300, 1000)),
-                                          ("batch-major", (4, 65536))], ids=lambda v: str(v))
+@pytest.mark.parametrize("layout,shape", TIME_SPLIT_CASES, ids=lambda v: str(v))
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("pdl", [False, True, "late"], ids=["plain", "pdl", "pdl-late"])
 def test_serves_time_split(name, layout, shape, pdl, loaded, monkeypatch):
@@ -173,9 +184,7 @@ def test_serves_time_split(name, layout, shape, pdl, loaded, monkeypatch):
         pytest.skip("programmatic dependent launch needs sm_90")
     monkeypatch.setattr(launch, "_PDL", bool(pdl))
     monkeypatch.setattr(launch, "_PDL_LATE", pdl == "late")
-    # (since session 48 TD(lambda)'s kernel runs whole time-major 512-step rows of a call of
-    # 2^18 elements in one pass, launch._TM_SMALL_LONG_ELEMS; off here, so 512 x 512 splits)
-    monkeypatch.setattr(launch, "_TM_SMALL_LONG_ELEMS", {})
+    time_split_settings(monkeypatch)
     launch.clear_caches()
     tm = layout == "time-major"
     seen = plans_used(monkeypatch, launch, lambda pl, kw: pl.segments)
