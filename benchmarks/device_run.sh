@@ -87,6 +87,10 @@
 #   (s49-whole-4warps and s48-tm-rows ran in session 49, on an H100)
 #   native-tests, ~6 min: every GPU test of the compiled replay (native-massive runs all but
 #   the time splits' in its time box)
+#   s50-sweep-tm-small, ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
+#   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
+#   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
+#   session 49)
 #   s48-tm-rows, ~3 min: the small calls' whole time-major rows of 129-1024 steps on 2 or 1 rows
 #   a program (more programs) against the shipped 4, A/B only;
 #   s49-whole-4warps, ~5 min: whole 4096-step rows on 4 warps (launch._WHOLE_ROW_4K_WARPS, none as
@@ -734,6 +738,17 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
         --shapes 128x1024 --time-major --peers rl-triton \
         --estimators retrace,retrace_av,td_lambda,discounted_returns,gae,traces,vtrace,prefix_sum \
         --max-minutes 4 --no-plots --tag s49-verify --out "$OUT" 2>&1 | tail -30 ;;
+    s50-sweep-tm-small)
+      # the small time-major calls (128 x 1024 2.7-3.8x batch-major on [2, 1024] in session 49)
+      # on tiles never timed there: 2, 4 or 8 rows, whole rows on 2-16 warps or 128-512-step
+      # chunks split in time from 16 programs (benchmarks/sweep.py SWEEP_TM_NARROW_FEW; its
+      # splits started at 132 programs before), every plan's time (SWEEP_VERBOSE), each checked
+      # against the default plan's outputs (WRONG otherwise); ~2 min an estimator
+      for est in td_lambda gae vtrace traces; do
+        SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1 SWEEP_TM_NARROW_FEW=1 SWEEP_VERBOSE=1 timeout 125 \
+          python3 benchmarks/sweep.py $est 128x1024,64x512,256x512,256x1024 2>&1 \
+          | tee "$OUT/sweep_tm_small_$est.log" | grep -v "^ *skip" | grep -v "^      " | tail -6
+      done ;;
     s48-tm-rows)
       # the small calls' whole time-major rows of 129-1024 steps (launch._TM_SMALL_LONG_ELEMS) on
       # fewer rows a program, so more programs: 128 x 1024 takes 32 programs of [4, 1024] on 8

@@ -7,6 +7,7 @@
     SWEEP_ONE_CHUNK=1 python benchmarks/sweep.py gae 32x8192           # only whole rows in one chunk
     SWEEP_TILES=2048:4 SWEEP_ONE_CHUNK_SEGS=1 python benchmarks/sweep.py traces 16x262144 # given chunks, split
     SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1 python benchmarks/sweep.py gae 512x2048   # [T, N], 4-8 rows a tile
+    SWEEP_TIME_MAJOR=1 SWEEP_TM_NARROW=1 SWEEP_TM_NARROW_FEW=1 python benchmarks/sweep.py gae 128x1024  # small calls
     SWEEP_LANES=1 python benchmarks/sweep.py td_lambda 32768x64        # rows across lanes (GROUP_TILES = 4)
     SWEEP_TIME_MAJOR=1 SWEEP_TM_LANES=1 python benchmarks/sweep.py td_lambda 512x2048   # [T, N], lanes tiles split
 
@@ -80,18 +81,19 @@ def narrow_rows(R: int, T: int, p2: int) -> list:
     pass, no split), or chunks of 256-2048 steps split into segments for 1-16 programs per
     SM, 4-32 elements a thread."""
     out = []
-    for bn in (4, 8):
+    rows, chunks, fewest = ((2, 4, 8), (128, 256, 512), 16) if TM_NARROW_FEW else ((4, 8), (256, 512, 1024, 2048), 132)
+    for bn in rows:
         row_blocks = -(-R // bn)
         if p2 <= 8192:
             for w in (1, 2, 4, 8, 16):
                 if 4 <= bn * p2 // (32 * w) <= 32:
                     out.append(launch.Plan(bn, p2, w, 1, p2, False, True, 1))
-        for bt in (256, 512, 1024, 2048):
+        for bt in chunks:
             if bt >= p2:
                 continue
             n_chunks = -(-T // bt)
             w = max(1, bn * bt // (32 * 16))
-            segs = [s for s in (2, 4, 8, 16, 32, 64) if s <= n_chunks and 132 <= row_blocks * s <= 16 * 132]
+            segs = [s for s in (2, 4, 8, 16, 32, 64) if s <= n_chunks and fewest <= row_blocks * s <= 16 * 132]
             out += split_plans(bn, bt, w, n_chunks, segs, True)
     return out
 
@@ -196,6 +198,11 @@ ONE_CHUNK_SEGS = bool(os.environ.get("SWEEP_ONE_CHUNK_SEGS"))
 # SWEEP_TM_NARROW=1 (with SWEEP_TIME_MAJOR=1): only the time-major tiles of 4 or 8 rows
 # (narrow_rows), against the default plan
 TM_NARROW = TIME_MAJOR and bool(os.environ.get("SWEEP_TM_NARROW"))
+# SWEEP_TM_NARROW_FEW=1 (with SWEEP_TM_NARROW=1): the small calls' side of them (session 49):
+# 2, 4 or 8 rows, whole rows or 128-512-step chunks split in time from 16 programs (the
+# default's splits start at 132 programs, so 128 x 1024 and 256 x 1024 were only ever timed
+# on whole rows there)
+TM_NARROW_FEW = TM_NARROW and bool(os.environ.get("SWEEP_TM_NARROW_FEW"))
 # SWEEP_TM_LANES=1 (with SWEEP_TIME_MAJOR=1): only the time-major lanes tiles split in time
 # (tm_lanes_split), against the default plan
 TM_LANES = TIME_MAJOR and bool(os.environ.get("SWEEP_TM_LANES"))
