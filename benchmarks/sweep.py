@@ -79,7 +79,8 @@ def narrow_rows(R: int, T: int, p2: int) -> list:
     """Time-major tiles of 4 or 8 rows (one 16- or 32-byte access along rows a thread, every
     lane along time) for R >= 64 rows: a whole row in one chunk of up to 8192 steps (one
     pass, no split), or chunks of 256-2048 steps split into segments for 1-16 programs per
-    SM, 4-32 elements a thread."""
+    SM, 4-32 elements a thread. With TM_NARROW_FEW: 2, 4 or 8 rows, chunks of 128-512 steps,
+    split from 16 programs."""
     out = []
     rows, chunks, fewest = ((2, 4, 8), (128, 256, 512), 16) if TM_NARROW_FEW else ((4, 8), (256, 512, 1024, 2048), 132)
     for bn in rows:

@@ -808,9 +808,11 @@ def test_tm_small_tiles(shape, name, dtype, monkeypatch):
     assert used and set(used) == {(True, 8, 64 if shape[1] == 33 else 128, 1)}, used
 
 
+_TM_SMALL_LONG_SHAPES = [(512, 512), (256, 1000), (128, 1024), (700, 300), (129, 1000)]
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize("shape", [(512, 512), (256, 1000), (128, 1024), (700, 300), (129, 1000)],
-                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("shape", _TM_SMALL_LONG_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
     """launch._TM_SMALL_LONG_ELEMS forced to 2^18 for every kernel form (as shipped for
@@ -823,7 +825,7 @@ def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
     that a replay runs too."""
     from rltriton.kernels import launch
 
-    k = [(512, 512), (256, 1000), (128, 1024), (700, 300), (129, 1000)].index(shape)
+    k = _TM_SMALL_LONG_SHAPES.index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
     settings = {"_TM_SMALL_LONG_ELEMS": dict.fromkeys([*launch._FORMS, "forward"], 1 << 18), "_TM_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 23 + k, "tm small long",

@@ -345,9 +345,9 @@ _ONE_CHUNK_WARPS = {"gae": (8, 8.0), "td_lambda": (8, 1.0), "retrace": (16, 8.0)
 # and the forward kernel keep their plans (tests/test_gpu.py::test_whole_row_plans).
 _WHOLE_ROW_MAXNREG: dict[str, int] = {"td_lambda": 64, "retrace_actions": 64}
 # The warps of a whole 4096-step row in one chunk beyond _ONE_CHUNK_WARPS' bound, per kernel form
-# (none: 8, as shipped; prepared in session 48, untimed). On 4 warps a thread holds 32 steps:
-# more of the scan runs in the thread, whose serial steps are cheaper than the scans across
-# threads, and a program needs registers for 128 threads only. SASS a thread at 512 x 4096
+# (none: 8, as shipped; prepared in session 48, timed in session 49 and lost, see the end). On
+# 4 warps a thread holds 32 steps: more of the scan runs in the thread, whose serial steps are
+# cheaper than the scans across threads, and a program needs registers for 128 threads only. SASS a thread at 512 x 4096
 # (Triton 3.6, benchmarks/sass_counts.py; registers, spills; the issue estimate of the whole
 # grid on 132 SMs): the forward kernel 680 (72, 3 programs an SM, 1.29 rounds; 2.66 us) -> 1208
 # on 4 warps (105, 4 an SM, one round; 2.37 us); TD(lambda) 856 on 8 capped at 64 (16 B; 3.35
@@ -355,7 +355,11 @@ _WHOLE_ROW_MAXNREG: dict[str, int] = {"td_lambda": 64, "retrace_actions": 64}
 # -> 1176 (121; 2.30); GAE 552 on 16 warps (two rounds; 4.33) -> 1472 on 4 capped at 128 (136 B;
 # 2.88), 1376 uncapped at 174 registers (two an SM). `device_run.sh s49-whole-4warps` times
 # them (TD(lambda)'s kernel with _WHOLE_ROW_MAXNREG 128 on 4 warps; GAE's with its bound down
-# to one program an SM, as TD(lambda)'s); tests/test_gpu.py::test_whole_row_4k_warps.
+# to one program an SM, as TD(lambda)'s); tests/test_gpu.py::test_whole_row_4k_warps. Session
+# 49's A/B (2026-12-05-h100-s49-ab-whole-4warps.txt; H100, Triton 3.6, device us), as shipped ->
+# 4 warps: 512 x 4096 TD(lambda) 7.4 -> 8.1, discounted returns 6.6 -> 7.6, traces 5.8 -> 6.6,
+# GAE 10.3 -> 18.6; 1024 x 4096 TD(lambda) 22.5 -> 28.4; slower at every row timed but one
+# (512 x 4000 discounted returns 7.9 -> 7.8), so none.
 _WHOLE_ROW_4K_WARPS: dict[str, int] = {}
 _WHOLE_ROW_4K_WARPS_DEFAULT = 8
 # The same for the time-major lanes tiles (_TM_LANES_TILES; whole rows of up to 128 steps, 32 or
@@ -551,7 +555,7 @@ _TM_SMALL_LONG_MAX_T = 1024
 #   512 x 512  5.1 -> 8.9      4.8 -> 6.7      6.6 -> 10.0      4.8 -> 5.4       traces split)
 # so 2 rows below 256 rows (64 programs at 128 rows; at 256 rows, 128 programs of 2 rows lost
 # to 64 of 4: TD(lambda) 6.9 -> 7.1), and from 64 rows (16 programs at 4 rows gained nothing in
-# session 17's sweep; 32 at 2 rows do).
+# session 17's sweep; 32 at 2 rows gained for three of the four forms above, V-trace 0.1 us slower).
 _TM_SMALL_LONG_FEW_BELOW = 256
 _TM_SMALL_LONG_FEW_ROWS = 2
 _TM_SMALL_LONG_MIN_ROWS = 64
