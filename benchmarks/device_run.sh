@@ -87,7 +87,9 @@
 #   (s49-whole-4warps and s48-tm-rows ran in session 49, on an H100)
 #   native-tests, ~6 min: every GPU test of the compiled replay (native-massive runs all but
 #   the time splits' in its time box)
-#   s50-sweep-tm-small, ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
+#   s50-verify, ~8 min (carry .peers): the GPU tests of session 50's launch._TM_SMALL_SPLIT (and
+#   the small calls' other tiles), an A/B against it off, then 128 x 1024 through the harness;
+#   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
 #   session 49)
@@ -749,6 +751,17 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
           python3 benchmarks/sweep.py $est 128x1024,64x512,256x512,256x1024 2>&1 \
           | tee "$OUT/sweep_tm_small_$est.log" | grep -v "^ *skip" | grep -v "^      " | tail -6
       done ;;
+    s50-verify)
+      # session 50's adopted plan (launch._TM_SMALL_SPLIT: GAE's and V-trace's time-major calls of
+      # 128-255 rows of 513-1024 steps split into 128-step segments): its GPU tests and the small
+      # calls' others, an A/B against it off (base: as shipped), then the classic grid's
+      # 128 x 1024 through the harness, time-major too, against rl-triton (carry .peers)
+      gpu_tests 200 "tm_small_split or tm_small_long_tiles or tm_small_tiles" gpu_s50_verify.log
+      variants_ab s50_small_split 120 gae_tm,vtrace_tm,td_lambda_tm 128x1024,128x1000,200x600,255x1024,130x513 \
+        off='$a _TM_SMALL_SPLIT = {}' base
+      timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
+        --shapes 128x1024 --time-major --peers rl-triton --estimators gae,vtrace,td_lambda,traces \
+        --max-minutes 2 --no-plots --tag s50-verify --out "$OUT" 2>&1 | tail -30 ;;
     s48-tm-rows)
       # the small calls' whole time-major rows of 129-1024 steps (launch._TM_SMALL_LONG_ELEMS) on
       # fewer rows a program, so more programs: 128 x 1024 takes 32 programs of [4, 1024] on 8

@@ -2226,7 +2226,27 @@ def test_tm_small_plans(monkeypatch):
             assert tile(tm(R, T, "td_lambda")) == (rows, bt, 8, 1, True, False), (R, T, tm(R, T, "td_lambda"))
         for R, T, bt, rows in small:
             for form in ("gae", "vtrace", "retrace", "forward"):
+                if form in ("gae", "vtrace") and R >= 128 and T > 512:
+                    continue  # (_TM_SMALL_SPLIT, below)
                 assert tile(tm(R, T, form)) == (rows, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
+        # _TM_SMALL_SPLIT: of those, GAE's and V-trace's calls of 128 to 255 rows of more than 512
+        # steps split in time, 128-step one-chunk segments on [8, 128] (2 warps) and [4, 128] (1)
+        assert launch._TM_SMALL_SPLIT == {"gae": (8, 2), "vtrace": (4, 1)}
+        assert (launch._TM_SMALL_SPLIT_STEPS, launch._TM_SMALL_SPLIT_ABOVE_T,
+                launch._TM_SMALL_SPLIT_MIN_ROWS) == (128, 512, 128)
+        for R, T, segments in [(128, 1024, 8), (128, 1000, 8), (255, 1024, 8), (200, 600, 5), (130, 513, 5)]:
+            for form, (rows, warps) in (("gae", (8, 2)), ("vtrace", (4, 1))):
+                pl = tm(R, T, form)
+                assert tile(pl) == (rows, 128, warps, segments, True, False) and pl.seg_len == 128, (R, T, form, pl)
+            for form in ("td_lambda", "retrace", "forward"):
+                assert tm(R, T, form).segments == 1, (R, T, form)
+        for R, T in [(127, 1024), (128, 512), (256, 1024), (255, 1025), (64, 1024)]:
+            assert tm(R, T, "gae").block_n != 8 and tm(R, T, "vtrace").block_t != 128, (R, T)
+        monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", {})
+        launch.clear_caches()
+        assert tile(tm(128, 1024, "gae")) == (2, 1024, 8, 1, True, False)
+        monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", {"gae": (8, 2), "vtrace": (4, 1)})
+        launch.clear_caches()
         for form in ("gae", "vtrace", "retrace", "forward"):
             for R, T in [(512, 512), (256, 1024), (1024, 256)]:
                 assert tm(R, T, form).segments > 1, (R, T, form)  # (the split)
@@ -2271,6 +2291,41 @@ def test_tm_small_long_tiles(name, monkeypatch, poisoned):
             check(make_case(name, shape, seed=90 + k, time_major=True, bootstrap=bootstrap, dtype=dtype), "triton")
             rows = 2 if shape[0] < 9 else 4
             assert seen and set(seen) == {(True, rows, 256 if shape[1] <= 256 else 512, 8, 1)}, (name, shape, seen)
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("tile", [(8, 2), (4, 1)], ids=["8x2", "4x1"])
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_tm_small_split(name, tile, monkeypatch, poisoned):
+    """``launch._TM_SMALL_SPLIT``'s time split of small time-major calls (its tiles, (rows,
+    warps), forced for every kernel form here; GAE and V-trace as shipped) on 2 SMs, its bounds
+    lowered: 128-step one-chunk segments (3 to 5 of them, the last part empty at 300, 257 and
+    600 steps), the two passes' summaries, a last row tile part empty, the bootstrap forms in
+    turn, truncations and terminations, and bfloat16 inputs, against the float64 reference with
+    outputs poisoned (the action form too, whose calls take it only with a
+    ``_TM_SMALL_LONG_ELEMS`` entry, as here: it ships none)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_ELEMS", dict.fromkeys([*poisoned._FORMS, "forward"], 1 << 18))
+    monkeypatch.setattr(poisoned, "_TM_SMALL_SPLIT", dict.fromkeys([*poisoned._FORMS, "forward"], tile))
+    for key in ("_TM_SMALL_LONG_MIN_ROWS", "_TM_SMALL_SPLIT_MIN_ROWS", "_TM_MIN_ROWS"):
+        monkeypatch.setattr(poisoned, key, 7)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_FEW_BELOW", 64)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_SPLIT_ABOVE_T", 128)
+    monkeypatch.setattr(poisoned, "_TM_LANES", False)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps,
+                                                             pl.segments, pl.seg_len))
+    try:
+        poisoned.clear_caches()
+        for k, (shape, dtype) in enumerate([((9, 300), torch.float32), ((13, 257), torch.float32),
+                                            ((7, 600), torch.bfloat16)]):
+            bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % len(BOOTSTRAP_FORMS)]
+            seen.clear()
+            check(make_case(name, shape, seed=70 + k, time_major=True, bootstrap=bootstrap, dtype=dtype), "triton")
+            want = (True, tile[0], 128, tile[1], -(-shape[1] // 128), 128)
+            assert seen and set(seen) == {want}, (name, shape, seen)
     finally:
         poisoned.clear_caches()
 

@@ -827,12 +827,48 @@ def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
 
     k = _TM_SMALL_LONG_SHAPES.index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
-    settings = {"_TM_SMALL_LONG_ELEMS": dict.fromkeys([*launch._FORMS, "forward"], 1 << 18), "_TM_LANES": False}
+    # (_TM_SMALL_SPLIT off: GAE's and V-trace's calls of 128-255 rows of more than 512 steps
+    # would take its split, test_tm_small_split's)
+    settings = {"_TM_SMALL_LONG_ELEMS": dict.fromkeys([*launch._FORMS, "forward"], 1 << 18), "_TM_LANES": False,
+                "_TM_SMALL_SPLIT": {}}
     used = _forced(monkeypatch, settings, name, shape, 23 + k, "tm small long",
                    lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments),
                    time_major=True, dtype=dtype, bootstrap=bootstrap)
     rows = launch._TM_SMALL_LONG_FEW_ROWS if shape[0] < launch._TM_SMALL_LONG_FEW_BELOW else launch._TM_SMALL_LONG_ROWS
     assert used and set(used) == {(True, rows, 512 if shape[1] <= 512 else 1024, 8, 1)}, used
+
+
+_TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (130, 513)]
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", _TM_SMALL_SPLIT_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("tile", [(8, 2), (4, 1), None], ids=["8x2", "4x1", "shipped"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
+    """launch._TM_SMALL_SPLIT: time-major calls of 128-255 rows of 513-1024 steps split in time
+    into 128-step one-chunk segments, on [8, 128] tiles of 2 warps or [4, 128] of 1 forced for
+    every kernel form (``None``: as shipped, GAE's and V-trace's entries only; the others keep
+    whole rows), on 132 SMs: a last segment part empty (1000, 600 and 513 steps), a last row
+    tile part empty, the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that
+    a replay runs too, against the float64 torch backend."""
+    from rltriton.kernels import launch
+
+    k = _TM_SMALL_SPLIT_SHAPES.index(shape)
+    bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
+    form = FEW_ROWS_KIND[name]
+    table = launch._TM_SMALL_SPLIT if tile is None else dict.fromkeys([*launch._FORMS, "forward"], tile)
+    settings = {"_TM_SMALL_SPLIT": table, "_TM_LANES": False}
+    used = _forced(monkeypatch, settings, name, shape, 41 + k, "tm small split",
+                   lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments),
+                   time_major=True, dtype=dtype, bootstrap=bootstrap)
+    # (within the calls of _TM_SMALL_LONG_ELEMS only: the action form has none)
+    rows_warps = table.get(form) if form in launch._TM_SMALL_LONG_ELEMS else None
+    if rows_warps is None:  # whole rows (the action form: the generic tiles)
+        assert not any(u[0] and u[4] > 1 for u in used), used
+    else:
+        want = (True, rows_warps[0], 128, rows_warps[1], -(-shape[1] // 128))
+        assert used and set(used) == {want}, used
 
 
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:

@@ -559,6 +559,25 @@ _TM_SMALL_LONG_MAX_T = 1024
 _TM_SMALL_LONG_FEW_BELOW = 256
 _TM_SMALL_LONG_FEW_ROWS = 2
 _TM_SMALL_LONG_MIN_ROWS = 64
+# ... but in those calls of fewer than _TM_SMALL_LONG_FEW_BELOW rows, from _TM_SMALL_SPLIT_MIN_ROWS
+# rows, rows of more than _TM_SMALL_SPLIT_ABOVE_T steps are split in time into one-chunk segments
+# of _TM_SMALL_SPLIT_STEPS steps on (rows, warps) = _TM_SMALL_SPLIT[form] tiles (no entry: the
+# whole rows above): 128 x 1024 takes 8 segments of 16 or 32 row blocks instead of 64 programs
+# of a 1024-step chain each. Session 50's sweep (`device_run.sh s50-sweep-tm-small`,
+# benchmarks/sweep.py SWEEP_TM_NARROW_FEW=1, 2026-12-05-h100-s50-sweep-tm-small-*.log; H100,
+# Triton 3.6, device us, every plan's outputs checked against the default's), time-major
+# 128 x 1024, [2, 1024] on 8 warps as shipped -> the best plan:
+#   GAE 7.4 -> 5.9 ([8, 128] on 2 warps, 8 segments; [4, 128] on 1: 6.1)
+#   V-trace 8.6 -> 7.7 ([4, 128] on 1 warp; [8, 128] on 2: 8.1)
+#   traces 5.1 -> 4.9 ([8, 128] on 2: within the noise, not taken); TD(lambda) 5.5, as shipped
+#   (its best split, [4, 128], 6.7)
+# At 64 x 512 (4 segments) GAE gained less (4.5 -> 4.2 on [4, 128]) and V-trace lost (4.9 ->
+# 5.4), so rows of at most 512 steps and calls of fewer than 128 rows keep the whole rows;
+# Retrace and the action form were not swept.
+_TM_SMALL_SPLIT: dict[str, tuple[int, int]] = {"gae": (8, 2), "vtrace": (4, 1)}
+_TM_SMALL_SPLIT_STEPS = 128
+_TM_SMALL_SPLIT_ABOVE_T = 512
+_TM_SMALL_SPLIT_MIN_ROWS = 128
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
 # pipelined _TM_STAGES deep (``tl.range(num_stages=...)``: Triton >= 3.x issues the next
 # chunks' loads as cp.async copies into shared memory while the current chunk is scanned),
@@ -1529,7 +1548,8 @@ FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
 
 @functools.lru_cache(maxsize=4096)
 def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
-                    few: FewTiles | None = None, small_long: int = 0) -> Plan | None:
+                    few: FewTiles | None = None, small_long: int = 0,
+                    small_split: tuple[int, int] | None = None) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -1543,7 +1563,10 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     (the kernel form's entry of ``_TM_SMALL_LONG_ELEMS``, 0: never): rows of up to
     ``_TM_SMALL_LONG_MAX_T`` steps in calls of at most that many elements too, on
     ``_TM_SMALL_LONG_ROWS`` rows, ``_TM_SMALL_LONG_FEW_ROWS`` below ``_TM_SMALL_LONG_FEW_BELOW``
-    rows), and
+    rows; ``small_split``, the form's entry of ``_TM_SMALL_SPLIT``: those calls of
+    ``_TM_SMALL_SPLIT_MIN_ROWS`` to ``_TM_SMALL_LONG_FEW_BELOW`` rows of more than
+    ``_TM_SMALL_SPLIT_ABOVE_T`` steps split into one-chunk segments of ``_TM_SMALL_SPLIT_STEPS``
+    steps on (rows, warps) tiles instead), and
     longer rows are cut into segments
     of whole chunks (two passes, summaries stored segment-major so they too are read along
     rows): enough segments for ``_TM_PROGRAMS_PER_SM`` programs per SM (a power of two)
@@ -1578,6 +1601,12 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
             return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
                 and R * T <= small_long:
+            if small_split and _TM_SMALL_SPLIT_MIN_ROWS <= R < _TM_SMALL_LONG_FEW_BELOW \
+                    and T > _TM_SMALL_SPLIT_ABOVE_T:
+                # (a 1024-step chain a program on 64 programs: 8 short segments instead)
+                rows, warps = small_split
+                steps = _TM_SMALL_SPLIT_STEPS
+                return Plan(rows, steps, warps, _cdiv(T, steps), steps, False, True)
             rows = _TM_SMALL_LONG_FEW_ROWS if R < _TM_SMALL_LONG_FEW_BELOW else _TM_SMALL_LONG_ROWS
             return _tm_one_chunk(rows, T, _TM_SMALL_LONG_WARPS)
         if R * T < _TM_SPLIT_MIN_ELEMS or n_chunks < 2:
@@ -1643,8 +1672,8 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     edge (``_DR_TM_LANES_ANY``); ``long_split``: as in :func:`plan` (batch-major storage only)."""
     sms = _device_sms(device)
     if time_major:
-        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(R, T, sms, wide, few,
-                                                                                _TM_SMALL_LONG_ELEMS.get(form, 0))
+        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(
+            R, T, sms, wide, few, _TM_SMALL_LONG_ELEMS.get(form, 0), _TM_SMALL_SPLIT.get(form))
         if pl is not None:
             return _tm_deep(pl, form)
         long_rows, forward, form, short_tile, long_split = _LONG_ROWS_DEFAULT, False, None, None, None
