@@ -2224,28 +2224,49 @@ def test_tm_small_plans(monkeypatch):
                  (1000, 200, 256, 4), (255, 1024, 1024, 2), (64, 512, 512, 2), (127, 512, 512, 2)]
         for R, T, bt, rows in small + [(512, 512, 512, 4), (256, 1024, 1024, 4), (1024, 256, 256, 4)]:
             assert tile(tm(R, T, "td_lambda")) == (rows, bt, 8, 1, True, False), (R, T, tm(R, T, "td_lambda"))
+        def split(R: int, T: int, form: str) -> tuple[int, int] | None:
+            # (the refined rule written out: GAE from 96K elements, V-trace above 640 steps)
+            if not 128 <= R < 256 or T <= 512:
+                return None
+            if form == "gae":
+                return (8, 2) if R * T >= 96 * 1024 else None
+            if form == "vtrace":
+                return None if T <= 640 else (8, 2) if R >= 192 else (4, 1)
+            return None
+
         for R, T, bt, rows in small:
             for form in ("gae", "vtrace", "retrace", "forward"):
-                if form in ("gae", "vtrace") and R >= 128 and T > 512:
+                if split(R, T, form):
                     continue  # (_TM_SMALL_SPLIT, below)
                 assert tile(tm(R, T, form)) == (rows, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
-        # _TM_SMALL_SPLIT: of those, GAE's and V-trace's calls of 128 to 255 rows of more than 512
-        # steps split in time, 128-step one-chunk segments on [8, 128] (2 warps) and [4, 128] (1)
-        assert launch._TM_SMALL_SPLIT == {"gae": (8, 2), "vtrace": (4, 1)}
-        assert (launch._TM_SMALL_SPLIT_STEPS, launch._TM_SMALL_SPLIT_ABOVE_T,
-                launch._TM_SMALL_SPLIT_MIN_ROWS) == (128, 512, 128)
-        for R, T, segments in [(128, 1024, 8), (128, 1000, 8), (255, 1024, 8), (200, 600, 5), (130, 513, 5)]:
-            for form, (rows, warps) in (("gae", (8, 2)), ("vtrace", (4, 1))):
-                pl = tm(R, T, form)
-                assert tile(pl) == (rows, 128, warps, segments, True, False) and pl.seg_len == 128, (R, T, form, pl)
-            for form in ("td_lambda", "retrace", "forward"):
-                assert tm(R, T, form).segments == 1, (R, T, form)
+        # _TM_SMALL_SPLIT: of those, GAE's calls of 128 to 255 rows of more than 512 steps and at
+        # least 96K elements, and V-trace's of more than 640 steps, split in time into 128-step
+        # one-chunk segments, GAE on [8, 128] (2 warps), V-trace on [4, 128] (1) below 192 rows
+        # and [8, 128] from 192
+        assert launch._TM_SMALL_SPLIT == {"gae": ((128, 512, 96 * 1024, 8, 2),),
+                                          "vtrace": ((192, 640, 0, 8, 2), (128, 640, 0, 4, 1))}
+        assert launch._TM_SMALL_SPLIT_STEPS == 128
+        shapes = [(128, 1024), (128, 1000), (255, 1024), (200, 600), (130, 513), (128, 768), (130, 640),
+                  (140, 704), (191, 1024), (192, 641), (250, 640), (160, 614), (160, 615)]
+        for R, T in shapes:
+            for form in ("gae", "vtrace", "td_lambda", "retrace", "forward"):
+                pl, want = tm(R, T, form), split(R, T, form)
+                if want is None:
+                    assert pl.segments == 1 and pl.block_t >= T, (R, T, form, pl)
+                else:
+                    rows, warps = want
+                    assert tile(pl) == (rows, 128, warps, -(-T // 128), True, False) and pl.seg_len == 128, \
+                        (R, T, form, pl)
+        # (both sides of each bound taken)
+        assert {split(R, T, f) for R, T in shapes for f in ("gae", "vtrace")} == {None, (8, 2), (4, 1)}
+        assert split(160, 615, "gae") and not split(160, 614, "gae")
         for R, T in [(127, 1024), (128, 512), (256, 1024), (255, 1025), (64, 1024)]:
             assert tm(R, T, "gae").block_n != 8 and tm(R, T, "vtrace").block_t != 128, (R, T)
+        shipped = launch._TM_SMALL_SPLIT
         monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", {})
         launch.clear_caches()
         assert tile(tm(128, 1024, "gae")) == (2, 1024, 8, 1, True, False)
-        monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", {"gae": (8, 2), "vtrace": (4, 1)})
+        monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", shipped)
         launch.clear_caches()
         for form in ("gae", "vtrace", "retrace", "forward"):
             for R, T in [(512, 512), (256, 1024), (1024, 256)]:
@@ -2309,11 +2330,12 @@ def test_tm_small_split(name, tile, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
     monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_ELEMS", dict.fromkeys([*poisoned._FORMS, "forward"], 1 << 18))
-    monkeypatch.setattr(poisoned, "_TM_SMALL_SPLIT", dict.fromkeys([*poisoned._FORMS, "forward"], tile))
-    for key in ("_TM_SMALL_LONG_MIN_ROWS", "_TM_SMALL_SPLIT_MIN_ROWS", "_TM_MIN_ROWS"):
+    # (from 7 rows, above 128 steps, from 2048 elements: every shape below)
+    monkeypatch.setattr(poisoned, "_TM_SMALL_SPLIT", dict.fromkeys([*poisoned._FORMS, "forward"],
+                                                                   ((7, 128, 2048, *tile),)))
+    for key in ("_TM_SMALL_LONG_MIN_ROWS", "_TM_MIN_ROWS"):
         monkeypatch.setattr(poisoned, key, 7)
     monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_FEW_BELOW", 64)
-    monkeypatch.setattr(poisoned, "_TM_SMALL_SPLIT_ABOVE_T", 128)
     monkeypatch.setattr(poisoned, "_TM_LANES", False)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps,
                                                              pl.segments, pl.seg_len))

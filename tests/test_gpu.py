@@ -838,7 +838,7 @@ def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
     assert used and set(used) == {(True, rows, 512 if shape[1] <= 512 else 1024, 8, 1)}, used
 
 
-_TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (130, 513)]
+_TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (130, 513), (192, 700)]
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -848,27 +848,35 @@ _TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (13
 def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     """launch._TM_SMALL_SPLIT: time-major calls of 128-255 rows of 513-1024 steps split in time
     into 128-step one-chunk segments, on [8, 128] tiles of 2 warps or [4, 128] of 1 forced for
-    every kernel form (``None``: as shipped, GAE's and V-trace's entries only; the others keep
-    whole rows), on 132 SMs: a last segment part empty (1000, 600 and 513 steps), a last row
-    tile part empty, the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that
-    a replay runs too, against the float64 torch backend."""
+    every kernel form at every shape here (``None``: as shipped, GAE's and V-trace's entries
+    only, within their bounds: GAE from 96K elements, V-trace above 640 steps, on [8, 128] from
+    192 rows; other calls keep whole rows), on 132 SMs: a last segment part empty (1000, 600,
+    513 and 700 steps), a last row tile part empty, the bootstrap forms in turn, float32 and
+    bfloat16 inputs, repeated so that a replay runs too, against the float64 torch backend."""
     from rltriton.kernels import launch
 
     k = _TM_SMALL_SPLIT_SHAPES.index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
     form = FEW_ROWS_KIND[name]
-    table = launch._TM_SMALL_SPLIT if tile is None else dict.fromkeys([*launch._FORMS, "forward"], tile)
+    forced = dict.fromkeys([*launch._FORMS, "forward"], ((128, 512, 0, *tile),)) if tile else None
+    table = launch._TM_SMALL_SPLIT if tile is None else forced
     settings = {"_TM_SMALL_SPLIT": table, "_TM_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 41 + k, "tm small split",
                    lambda pl, kw: (pl.time_major, pl.block_n, pl.block_t, pl.num_warps, pl.segments),
                    time_major=True, dtype=dtype, bootstrap=bootstrap)
-    # (within the calls of _TM_SMALL_LONG_ELEMS only: the action form has none)
-    rows_warps = table.get(form) if form in launch._TM_SMALL_LONG_ELEMS else None
+    # (within the calls of _TM_SMALL_LONG_ELEMS only: the action form has none; the first tile
+    # whose bounds the call reaches, as the planner takes it)
+    R, T = shape
+    tiles = table.get(form, ()) if form in launch._TM_SMALL_LONG_ELEMS else ()
+    rows_warps = next((t[3:] for t in tiles if R >= t[0] and T > t[1] and R * T >= t[2]), None)
     if rows_warps is None:  # whole rows (the action form: the generic tiles)
         assert not any(u[0] and u[4] > 1 for u in used), used
     else:
-        want = (True, rows_warps[0], 128, rows_warps[1], -(-shape[1] // 128))
+        want = (True, rows_warps[0], 128, rows_warps[1], -(-T // 128))
         assert used and set(used) == {want}, used
+    if tile is None:  # (the shipped bounds: which of these shapes split)
+        split = {"gae": R * T >= 96 * 1024, "vtrace": T > 640}.get(form, False)
+        assert (rows_warps is not None) == split, (form, shape, rows_warps)
 
 
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
