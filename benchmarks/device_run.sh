@@ -89,8 +89,9 @@
 #   the time splits' in its time box)
 #   s50-verify, ~8 min (carry .peers): the GPU tests of session 50's launch._TM_SMALL_SPLIT (and
 #   the small calls' other tiles), an A/B against it off, then 128 x 1024 through the harness;
-#   s50-refine, ~1 min: where the split wins, A/B only (off, as shipped, V-trace on [8, 128]);
-#   s50-rule, ~1 min: the refined rule between its bounds, against off and the first rule;
+#   s51-refine, ~1 min: where the split wins, A/B only (off, as shipped, V-trace on [8, 128]);
+#   s51-rule, ~1 min: the refined rule between its bounds, against off and the first rule;
+#   s51-verify, ~7 min (carry .peers): its GPU tests, then 128 x 1024 through the harness;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
@@ -764,17 +765,25 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
         --shapes 128x1024 --time-major --peers rl-triton --estimators gae,vtrace,td_lambda,traces \
         --max-minutes 2 --no-plots --tag s50-verify --out "$OUT" 2>&1 | tail -30 ;;
-    s50-refine)
+    s51-verify)
+      # session 51's refined rule (launch._TM_SMALL_SPLIT's tiles with bounds): its GPU tests and
+      # the small calls' others, then the classic grid's 128 x 1024 through the harness,
+      # time-major too, against rl-triton (carry .peers); the A/B is s51-rule's
+      gpu_tests 270 "tm_small_split or tm_small_long_tiles or tm_small_tiles" gpu_s51_verify.log
+      timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
+        --shapes 128x1024 --time-major --peers rl-triton --estimators gae,vtrace,td_lambda,traces \
+        --max-minutes 2 --no-plots --tag s51-verify --out "$OUT" 2>&1 | tail -30 ;;
+    s51-refine)
       # where session 50's split wins (s50-verify: GAE lost at 130 x 513, V-trace at 200 x 600,
       # 130 x 513 and 255 x 1024): off against as shipped and against V-trace on GAE's [8, 128]
       # tiles (v8), between 513 and 1024 steps and 128 to 255 rows (s50-verify's four shapes again
       # so the whole table comes from one run)
-      variants_ab s50_refine 420 gae_tm,vtrace_tm 130x513,130x576,130x640,128x768,128x1024,160x1024,192x1024,200x600,224x1024,250x640,255x1024 \
+      variants_ab s51_refine 420 gae_tm,vtrace_tm 130x513,130x576,130x640,128x768,128x1024,160x1024,192x1024,200x600,224x1024,250x640,255x1024 \
         off='$a _TM_SMALL_SPLIT = {}' base v8='$a _TM_SMALL_SPLIT = {"gae": (8, 2), "vtrace": (8, 2)}' ;;
-    s50-rule)
-      # the refined rule (launch._TM_SMALL_SPLIT's tiles with bounds, from s50-refine) between its
+    s51-rule)
+      # the refined rule (launch._TM_SMALL_SPLIT's tiles with bounds, from s51-refine) between its
       # bounds: off, the first rule (every call of 128-255 rows of 513-1024 steps), as now
-      variants_ab s50_rule 420 gae_tm,vtrace_tm 128x704,140x640,144x704,160x600,176x576,160x704,176x1024,192x768,200x704,255x768,250x1024 \
+      variants_ab s51_rule 420 gae_tm,vtrace_tm 128x704,140x640,144x704,160x600,176x576,160x704,176x1024,192x768,200x704,255x768,250x1024 \
         off='$a _TM_SMALL_SPLIT = {}' \
         first='$a _TM_SMALL_SPLIT = {"gae": ((128, 512, 0, 8, 2),), "vtrace": ((128, 512, 0, 4, 1),)}' base ;;
     s48-tm-rows)

@@ -574,8 +574,8 @@ _TM_SMALL_LONG_MIN_ROWS = 64
 #   (its best split, [4, 128], 6.7)
 # At 64 x 512 (4 segments) GAE gained less (4.5 -> 4.2 on [4, 128]) and V-trace lost (4.9 ->
 # 5.4), so calls of fewer than 128 rows keep the whole rows. Where the split took every call of
-# 128-255 rows of 513-1024 steps it lost some (`device_run.sh s50-refine`,
-# 2026-12-06-h100-s50-refine.txt; H100, device us, whole rows -> split on [8, 128] / [4, 128]):
+# 128-255 rows of 513-1024 steps it lost some (`device_run.sh s51-refine`,
+# 2026-12-06-h100-s51-refine.txt; H100, device us, whole rows -> split on [8, 128] / [4, 128]):
 #   GAE      130 x 513 4.9 -> 5.5, 130 x 640 5.5 -> 5.7; 128 x 768 6.4 -> 5.5, 200 x 600
 #            6.2 -> 5.4, 250 x 640 6.8 -> 6.4, 224 x 1024 9.3 -> 6.5
 #   V-trace  130 x 640 6.5 -> 8.1 (7.4), 200 x 600 7.3 -> 7.8 (8.2), 250 x 640 7.9 -> 10.0
