@@ -92,6 +92,7 @@
 #   s51-refine, ~1 min: where the split wins, A/B only (off, as shipped, V-trace on [8, 128]);
 #   s51-rule, ~1 min: the refined rule between its bounds, against off and the first rule;
 #   s51-verify, ~7 min (carry .peers): its GPU tests, then 128 x 1024 through the harness;
+#   s51-bounds, ~2 min: the rule refitted to s51-rule at its bounds, and its GPU tests;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
@@ -773,6 +774,12 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
         --shapes 128x1024 --time-major --peers rl-triton --estimators gae,vtrace,td_lambda,traces \
         --max-minutes 2 --no-plots --tag s51-verify --out "$OUT" 2>&1 | tail -30 ;;
+    s51-bounds)
+      # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
+      # at its new bounds, against off; then the GPU tests of the shipped bounds
+      variants_ab s51_bounds 240 gae_tm,vtrace_tm 130x680,136x640,140x640,150x600,128x688,200x736,224x704,192x720,180x672,250x768 \
+        off='$a _TM_SMALL_SPLIT = {}' base
+      gpu_tests 200 "tm_small_split and shipped" gpu_s51_bounds.log ;;
     s51-refine)
       # where session 50's split wins (s50-verify: GAE lost at 130 x 513, V-trace at 200 x 600,
       # 130 x 513 and 255 x 1024): off against as shipped and against V-trace on GAE's [8, 128]
@@ -785,7 +792,7 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       # bounds: off, the first rule (every call of 128-255 rows of 513-1024 steps), as now
       variants_ab s51_rule 420 gae_tm,vtrace_tm 128x704,140x640,144x704,160x600,176x576,160x704,176x1024,192x768,200x704,255x768,250x1024 \
         off='$a _TM_SMALL_SPLIT = {}' \
-        first='$a _TM_SMALL_SPLIT = {"gae": ((128, 512, 0, 8, 2),), "vtrace": ((128, 512, 0, 4, 1),)}' base ;;
+        first='$a _TM_SMALL_SPLIT = {"gae": ((128, 256, 512, 0, 8, 2),), "vtrace": ((128, 256, 512, 0, 4, 1),)}' base ;;
     s48-tm-rows)
       # the small calls' whole time-major rows of 129-1024 steps (launch._TM_SMALL_LONG_ELEMS) on
       # fewer rows a program, so more programs: 128 x 1024 takes 32 programs of [4, 1024] on 8

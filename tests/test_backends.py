@@ -2225,13 +2225,14 @@ def test_tm_small_plans(monkeypatch):
         for R, T, bt, rows in small + [(512, 512, 512, 4), (256, 1024, 1024, 4), (1024, 256, 256, 4)]:
             assert tile(tm(R, T, "td_lambda")) == (rows, bt, 8, 1, True, False), (R, T, tm(R, T, "td_lambda"))
         def split(R: int, T: int, form: str) -> tuple[int, int] | None:
-            # (the refined rule written out: GAE from 96K elements, V-trace above 640 steps)
+            # (the rule written out: GAE from 86K elements, V-trace above 640 steps on [4, 128]
+            # below 192 rows, above 704 on [8, 128] from 192)
             if not 128 <= R < 256 or T <= 512:
                 return None
             if form == "gae":
-                return (8, 2) if R * T >= 96 * 1024 else None
+                return (8, 2) if R * T >= 86 * 1024 else None
             if form == "vtrace":
-                return None if T <= 640 else (8, 2) if R >= 192 else (4, 1)
+                return ((8, 2) if T > 704 else None) if R >= 192 else ((4, 1) if T > 640 else None)
             return None
 
         for R, T, bt, rows in small:
@@ -2240,14 +2241,15 @@ def test_tm_small_plans(monkeypatch):
                     continue  # (_TM_SMALL_SPLIT, below)
                 assert tile(tm(R, T, form)) == (rows, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
         # _TM_SMALL_SPLIT: of those, GAE's calls of 128 to 255 rows of more than 512 steps and at
-        # least 96K elements, and V-trace's of more than 640 steps, split in time into 128-step
-        # one-chunk segments, GAE on [8, 128] (2 warps), V-trace on [4, 128] (1) below 192 rows
-        # and [8, 128] from 192
-        assert launch._TM_SMALL_SPLIT == {"gae": ((128, 512, 96 * 1024, 8, 2),),
-                                          "vtrace": ((192, 640, 0, 8, 2), (128, 640, 0, 4, 1))}
+        # least 86K elements split in time into 128-step one-chunk segments on [8, 128] (2 warps);
+        # V-trace's below 192 rows of more than 640 steps on [4, 128] (1), from 192 rows of more
+        # than 704 on [8, 128]
+        assert launch._TM_SMALL_SPLIT == {"gae": ((128, 256, 512, 86 * 1024, 8, 2),),
+                                          "vtrace": ((192, 256, 704, 0, 8, 2), (128, 192, 640, 0, 4, 1))}
         assert launch._TM_SMALL_SPLIT_STEPS == 128
         shapes = [(128, 1024), (128, 1000), (255, 1024), (200, 600), (130, 513), (128, 768), (130, 640),
-                  (140, 704), (191, 1024), (192, 641), (250, 640), (160, 614), (160, 615)]
+                  (140, 704), (191, 1024), (192, 641), (192, 705), (200, 680), (250, 640), (137, 643),
+                  (137, 642), (191, 641)]
         for R, T in shapes:
             for form in ("gae", "vtrace", "td_lambda", "retrace", "forward"):
                 pl, want = tm(R, T, form), split(R, T, form)
@@ -2259,7 +2261,9 @@ def test_tm_small_plans(monkeypatch):
                         (R, T, form, pl)
         # (both sides of each bound taken)
         assert {split(R, T, f) for R, T in shapes for f in ("gae", "vtrace")} == {None, (8, 2), (4, 1)}
-        assert split(160, 615, "gae") and not split(160, 614, "gae")
+        assert split(137, 643, "gae") and not split(137, 642, "gae")  # (88064 elements)
+        assert split(191, 641, "vtrace") == (4, 1) and split(192, 705, "vtrace") == (8, 2)
+        assert not split(192, 641, "vtrace") and not split(200, 680, "vtrace")
         for R, T in [(127, 1024), (128, 512), (256, 1024), (255, 1025), (64, 1024)]:
             assert tm(R, T, "gae").block_n != 8 and tm(R, T, "vtrace").block_t != 128, (R, T)
         shipped = launch._TM_SMALL_SPLIT
@@ -2330,9 +2334,9 @@ def test_tm_small_split(name, tile, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
     monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_ELEMS", dict.fromkeys([*poisoned._FORMS, "forward"], 1 << 18))
-    # (from 7 rows, above 128 steps, from 2048 elements: every shape below)
+    # (7 to 63 rows, above 128 steps, from 2048 elements: every shape below)
     monkeypatch.setattr(poisoned, "_TM_SMALL_SPLIT", dict.fromkeys([*poisoned._FORMS, "forward"],
-                                                                   ((7, 128, 2048, *tile),)))
+                                                                   ((7, 64, 128, 2048, *tile),)))
     for key in ("_TM_SMALL_LONG_MIN_ROWS", "_TM_MIN_ROWS"):
         monkeypatch.setattr(poisoned, key, 7)
     monkeypatch.setattr(poisoned, "_TM_SMALL_LONG_FEW_BELOW", 64)

@@ -849,16 +849,17 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     """launch._TM_SMALL_SPLIT: time-major calls of 128-255 rows of 513-1024 steps split in time
     into 128-step one-chunk segments, on [8, 128] tiles of 2 warps or [4, 128] of 1 forced for
     every kernel form at every shape here (``None``: as shipped, GAE's and V-trace's entries
-    only, within their bounds: GAE from 96K elements, V-trace above 640 steps, on [8, 128] from
-    192 rows; other calls keep whole rows), on 132 SMs: a last segment part empty (1000, 600,
-    513 and 700 steps), a last row tile part empty, the bootstrap forms in turn, float32 and
-    bfloat16 inputs, repeated so that a replay runs too, against the float64 torch backend."""
+    only, within their bounds: GAE from 86K elements, V-trace above 640 steps below 192 rows
+    on [4, 128], above 704 from 192 on [8, 128]; other calls keep whole rows), on 132 SMs: a
+    last segment part empty (1000, 600, 513 and 700 steps), a last row tile part empty, the
+    bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs too,
+    against the float64 torch backend."""
     from rltriton.kernels import launch
 
     k = _TM_SMALL_SPLIT_SHAPES.index(shape)
     bootstrap = BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4]
     form = FEW_ROWS_KIND[name]
-    forced = dict.fromkeys([*launch._FORMS, "forward"], ((128, 512, 0, *tile),)) if tile else None
+    forced = dict.fromkeys([*launch._FORMS, "forward"], ((128, 256, 512, 0, *tile),)) if tile else None
     table = launch._TM_SMALL_SPLIT if tile is None else forced
     settings = {"_TM_SMALL_SPLIT": table, "_TM_LANES": False}
     used = _forced(monkeypatch, settings, name, shape, 41 + k, "tm small split",
@@ -868,14 +869,14 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     # whose bounds the call reaches, as the planner takes it)
     R, T = shape
     tiles = table.get(form, ()) if form in launch._TM_SMALL_LONG_ELEMS else ()
-    rows_warps = next((t[3:] for t in tiles if R >= t[0] and T > t[1] and R * T >= t[2]), None)
+    rows_warps = next((t[4:] for t in tiles if t[0] <= R < t[1] and T > t[2] and R * T >= t[3]), None)
     if rows_warps is None:  # whole rows (the action form: the generic tiles)
         assert not any(u[0] and u[4] > 1 for u in used), used
     else:
         want = (True, rows_warps[0], 128, rows_warps[1], -(-T // 128))
         assert used and set(used) == {want}, used
     if tile is None:  # (the shipped bounds: which of these shapes split)
-        split = {"gae": R * T >= 96 * 1024, "vtrace": T > 640}.get(form, False)
+        split = {"gae": R * T >= 86 * 1024, "vtrace": T > (704 if R >= 192 else 640)}.get(form, False)
         assert (rows_warps is not None) == split, (form, shape, rows_warps)
 
 

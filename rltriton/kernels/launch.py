@@ -560,33 +560,37 @@ _TM_SMALL_LONG_FEW_BELOW = 256
 _TM_SMALL_LONG_FEW_ROWS = 2
 _TM_SMALL_LONG_MIN_ROWS = 64
 # ... but in those calls of fewer than _TM_SMALL_LONG_FEW_BELOW rows, the first of the form's
-# _TM_SMALL_SPLIT tiles (from rows, above steps, from elements, rows, warps) whose bounds the
-# call reaches splits its rows in time into one-chunk segments of _TM_SMALL_SPLIT_STEPS steps on
-# [rows, 128] tiles on that many warps (no entry, or no tile reached: the whole rows above):
-# 128 x 1024 takes 8 segments of 16 or 32 row blocks instead of 64 programs of a 1024-step
-# chain each. Session 50's sweep (`device_run.sh s50-sweep-tm-small`, benchmarks/sweep.py
-# SWEEP_TM_NARROW_FEW=1, 2026-12-05-h100-s50-sweep-tm-small-*.log; H100, Triton 3.6, device us,
-# every plan's outputs checked against the default's), time-major 128 x 1024, [2, 1024] on 8
-# warps as shipped -> the best plan:
+# _TM_SMALL_SPLIT tiles (from rows, below rows, above steps, from elements, rows, warps) whose
+# bounds the call reaches splits its rows in time into one-chunk segments of
+# _TM_SMALL_SPLIT_STEPS steps on [rows, 128] tiles on that many warps (no entry, or no tile
+# reached: the whole rows above): 128 x 1024 takes 8 segments of 16 or 32 row blocks instead of
+# 64 programs of a 1024-step chain each. Session 50's sweep (`device_run.sh s50-sweep-tm-small`,
+# benchmarks/sweep.py SWEEP_TM_NARROW_FEW=1, 2026-12-05-h100-s50-sweep-tm-small-*.log; H100,
+# Triton 3.6, device us, every plan's outputs checked against the default's), time-major
+# 128 x 1024, [2, 1024] on 8 warps as shipped -> the best plan:
 #   GAE 7.4 -> 5.9 ([8, 128] on 2 warps, 8 segments; [4, 128] on 1: 6.1)
 #   V-trace 8.6 -> 7.7 ([4, 128] on 1 warp; [8, 128] on 2: 8.1)
 #   traces 5.1 -> 4.9 ([8, 128] on 2: within the noise, not taken); TD(lambda) 5.5, as shipped
 #   (its best split, [4, 128], 6.7)
 # At 64 x 512 (4 segments) GAE gained less (4.5 -> 4.2 on [4, 128]) and V-trace lost (4.9 ->
-# 5.4), so calls of fewer than 128 rows keep the whole rows. Where the split took every call of
-# 128-255 rows of 513-1024 steps it lost some (`device_run.sh s51-refine`,
-# 2026-12-06-h100-s51-refine.txt; H100, device us, whole rows -> split on [8, 128] / [4, 128]):
-#   GAE      130 x 513 4.9 -> 5.5, 130 x 640 5.5 -> 5.7; 128 x 768 6.4 -> 5.5, 200 x 600
-#            6.2 -> 5.4, 250 x 640 6.8 -> 6.4, 224 x 1024 9.3 -> 6.5
-#   V-trace  130 x 640 6.5 -> 8.1 (7.4), 200 x 600 7.3 -> 7.8 (8.2), 250 x 640 7.9 -> 10.0
-#            (8.3); 128 x 768 7.4 -> 6.8 (7.8), 160 x 1024 9.7 -> 8.2 (8.5), 192 x 1024
-#            10.5 -> 8.9 (8.6), 255 x 1024 12.4 -> 12.6 (10.8)
-# so GAE splits from 96K elements (its losses are calls of fewer: 83200 and less), V-trace only
-# rows of more than 640 steps, on [4, 128] below 192 rows and [8, 128] from 192 (half the
-# programs: 384 of one warp lost there); Retrace and the action form were not swept.
-_TM_SMALL_SPLIT: dict[str, tuple[tuple[int, int, int, int, int], ...]] = {
-    "gae": ((128, 512, 96 * 1024, 8, 2),),
-    "vtrace": ((192, 640, 0, 8, 2), (128, 640, 0, 4, 1)),
+# 5.4), so calls of fewer than 128 rows keep the whole rows. Where session 50 split every call
+# of 128-255 rows of 513-1024 steps it lost some; session 51's A/Bs between the bounds
+# (`device_run.sh s51-refine`, `s51-rule`: 2026-12-06-h100-s51-refine.txt, -s51-rule.txt; H100,
+# device us, whole rows -> split on [8, 128] / [4, 128]) put them here:
+#   GAE      losses at 130 x 513, 576, 640 (83200 elements and fewer: 4.9 -> 5.5, 5.2 -> 5.6,
+#            5.5 -> 5.7); gains from 140 x 640 (89600: 5.9 -> 5.7), 128 x 704 6.0 -> 5.5,
+#            160 x 600 6.1 -> 5.6, 200 x 600 6.2 -> 5.4, 224 x 1024 9.3 -> 6.5
+#   V-trace  [4, 128] gains above 640 steps below 192 rows (128 x 704 7.1 -> 6.7, 128 x 768
+#            7.4 -> 6.8, 176 x 1024 10.2 -> 8.6), losses at 640 steps and fewer (130 x 640
+#            6.5 -> 8.1, 140 x 640 6.8 -> 7.2; 160 x 600 and 176 x 576 gained 0.3, not taken);
+#            from 192 rows [8, 128] (half the programs) gains above 704 steps (192 x 768
+#            8.9 -> 8.3, 250 x 1024 11.2 -> 9.7, 255 x 1024 12.4 -> 10.8) and loses at 704
+#            and fewer (200 x 704 8.0 -> 8.4, 250 x 640 7.9 -> 8.3); [4, 128] lost there at
+#            255 and 250 x 1024 (12.6, 12.7)
+# Retrace and the action form were not swept.
+_TM_SMALL_SPLIT: dict[str, tuple[tuple[int, int, int, int, int, int], ...]] = {
+    "gae": ((128, 256, 512, 86 * 1024, 8, 2),),
+    "vtrace": ((192, 256, 704, 0, 8, 2), (128, 192, 640, 0, 4, 1)),
 }
 _TM_SMALL_SPLIT_STEPS = 128
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
@@ -1560,7 +1564,7 @@ FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
 @functools.lru_cache(maxsize=4096)
 def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
                     few: FewTiles | None = None, small_long: int = 0,
-                    small_split: tuple[tuple[int, int, int, int, int], ...] = ()) -> Plan | None:
+                    small_split: tuple[tuple[int, int, int, int, int, int], ...] = ()) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -1574,8 +1578,8 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     (the kernel form's entry of ``_TM_SMALL_LONG_ELEMS``, 0: never): rows of up to
     ``_TM_SMALL_LONG_MAX_T`` steps in calls of at most that many elements too, on
     ``_TM_SMALL_LONG_ROWS`` rows, ``_TM_SMALL_LONG_FEW_ROWS`` below ``_TM_SMALL_LONG_FEW_BELOW``
-    rows; ``small_split``, the form's entry of ``_TM_SMALL_SPLIT``, (from rows, above steps,
-    from elements, rows, warps) tiles, empty: never: those calls of fewer than
+    rows; ``small_split``, the form's entry of ``_TM_SMALL_SPLIT``, (from rows, below rows,
+    above steps, from elements, rows, warps) tiles, empty: never: those calls of fewer than
     ``_TM_SMALL_LONG_FEW_BELOW`` rows that reach a tile's bounds split into one-chunk segments
     of ``_TM_SMALL_SPLIT_STEPS`` steps on the first such tile's rows and warps instead), and
     longer rows are cut into segments
@@ -1612,8 +1616,8 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
             return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
                 and R * T <= small_long:
-            split = next((tile[3:] for tile in small_split if R >= tile[0] and T > tile[1]
-                          and R * T >= tile[2]), None) if R < _TM_SMALL_LONG_FEW_BELOW else None
+            split = next((tile[4:] for tile in small_split if tile[0] <= R < tile[1] and T > tile[2]
+                          and R * T >= tile[3]), None) if R < _TM_SMALL_LONG_FEW_BELOW else None
             if split is not None:
                 # (a 1024-step chain a program on 64 programs: 8 short segments instead)
                 rows, warps = split
