@@ -93,6 +93,7 @@
 #   s51-rule, ~1 min: the refined rule between its bounds, against off and the first rule;
 #   s51-verify, ~7 min (carry .peers): its GPU tests, then 128 x 1024 through the harness;
 #   s51-bounds, ~2 min: the rule refitted to s51-rule at its bounds, and its GPU tests;
+#   s52-split-more, ~1 min: the same split for Retrace, traces and prefix sums, A/B only;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
@@ -780,6 +781,15 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       variants_ab s51_bounds 240 gae_tm,vtrace_tm 130x680,136x640,140x640,150x600,128x688,200x736,224x704,192x720,180x672,250x768 \
         off='$a _TM_SMALL_SPLIT = {}' base
       gpu_tests 200 "tm_small_split and shipped" gpu_s51_bounds.log ;;
+    s52-split-more)
+      # the small time-major split for the forms session 50's sweep left out (Retrace, never
+      # swept; the forward kernel's traces and prefix sums, 128 x 1024 only): as shipped
+      # (whole rows) against every such call of 128-255 rows above 512 steps on [8, 128] / 2 warps
+      # or [4, 128] / 1 warp
+      variants_ab s52_split_more 240 retrace_tm,traces_tm,prefix_sum_tm \
+        130x640,128x768,128x1024,200x600,192x1024,255x1024 base \
+        s8='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, **dict.fromkeys(("retrace", "forward"), ((128, 256, 512, 0, 8, 2),))}' \
+        s4='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, **dict.fromkeys(("retrace", "forward"), ((128, 256, 512, 0, 4, 1),))}' ;;
     s51-refine)
       # where session 50's split wins (s50-verify: GAE lost at 130 x 513, V-trace at 200 x 600,
       # 130 x 513 and 255 x 1024): off against as shipped and against V-trace on GAE's [8, 128]
