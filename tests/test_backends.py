@@ -2225,14 +2225,17 @@ def test_tm_small_plans(monkeypatch):
         for R, T, bt, rows in small + [(512, 512, 512, 4), (256, 1024, 1024, 4), (1024, 256, 256, 4)]:
             assert tile(tm(R, T, "td_lambda")) == (rows, bt, 8, 1, True, False), (R, T, tm(R, T, "td_lambda"))
         def split(R: int, T: int, form: str) -> tuple[int, int] | None:
-            # (the rule written out: GAE from 86K elements, V-trace above 640 steps on [4, 128]
-            # below 192 rows, above 704 on [8, 128] from 192)
+            # (the rule written out: GAE and Retrace from 86K elements on [8, 128], V-trace
+            # above 736 steps on [4, 128] below 192 rows and [8, 128] from 192, the forward
+            # kernel above 768 steps on [8, 128])
             if not 128 <= R < 256 or T <= 512:
                 return None
-            if form == "gae":
+            if form in ("gae", "retrace"):
                 return (8, 2) if R * T >= 86 * 1024 else None
             if form == "vtrace":
-                return ((8, 2) if T > 704 else None) if R >= 192 else ((4, 1) if T > 640 else None)
+                return ((8, 2) if R >= 192 else (4, 1)) if T > 736 else None
+            if form == "forward":
+                return (8, 2) if T > 768 else None
             return None
 
         for R, T, bt, rows in small:
@@ -2240,16 +2243,18 @@ def test_tm_small_plans(monkeypatch):
                 if split(R, T, form):
                     continue  # (_TM_SMALL_SPLIT, below)
                 assert tile(tm(R, T, form)) == (rows, bt, 8, 1, True, False), (R, T, form, tm(R, T, form))
-        # _TM_SMALL_SPLIT: of those, GAE's calls of 128 to 255 rows of more than 512 steps and at
-        # least 86K elements split in time into 128-step one-chunk segments on [8, 128] (2 warps);
-        # V-trace's below 192 rows of more than 640 steps on [4, 128] (1), from 192 rows of more
-        # than 704 on [8, 128]
+        # _TM_SMALL_SPLIT: of those, GAE's and Retrace's calls of 128 to 255 rows of more than
+        # 512 steps and at least 86K elements split in time into 128-step one-chunk segments on
+        # [8, 128] (2 warps); V-trace's of more than 736 steps below 192 rows on [4, 128] (1),
+        # from 192 rows on [8, 128]; the forward kernel's of more than 768 steps on [8, 128]
         assert launch._TM_SMALL_SPLIT == {"gae": ((128, 256, 512, 86 * 1024, 8, 2),),
-                                          "vtrace": ((192, 256, 704, 0, 8, 2), (128, 192, 640, 0, 4, 1))}
+                                          "vtrace": ((192, 256, 736, 0, 8, 2), (128, 192, 736, 0, 4, 1)),
+                                          "retrace": ((128, 256, 512, 86 * 1024, 8, 2),),
+                                          "forward": ((128, 256, 768, 0, 8, 2),)}
         assert launch._TM_SMALL_SPLIT_STEPS == 128
         shapes = [(128, 1024), (128, 1000), (255, 1024), (200, 600), (130, 513), (128, 768), (130, 640),
                   (140, 704), (191, 1024), (192, 641), (192, 705), (200, 680), (250, 640), (137, 643),
-                  (137, 642), (191, 641)]
+                  (137, 642), (191, 641), (191, 737), (192, 737), (192, 736), (200, 769), (200, 768)]
         for R, T in shapes:
             for form in ("gae", "vtrace", "td_lambda", "retrace", "forward"):
                 pl, want = tm(R, T, form), split(R, T, form)
@@ -2262,8 +2267,11 @@ def test_tm_small_plans(monkeypatch):
         # (both sides of each bound taken)
         assert {split(R, T, f) for R, T in shapes for f in ("gae", "vtrace")} == {None, (8, 2), (4, 1)}
         assert split(137, 643, "gae") and not split(137, 642, "gae")  # (88064 elements)
-        assert split(191, 641, "vtrace") == (4, 1) and split(192, 705, "vtrace") == (8, 2)
-        assert not split(192, 641, "vtrace") and not split(200, 680, "vtrace")
+        assert split(137, 643, "retrace") and not split(137, 642, "retrace")
+        assert split(191, 737, "vtrace") == (4, 1) and split(192, 737, "vtrace") == (8, 2)
+        assert not split(192, 736, "vtrace") and not split(191, 705, "vtrace")
+        assert split(200, 769, "forward") and not split(200, 768, "forward")
+        assert not split(255, 1024, "td_lambda")
         for R, T in [(127, 1024), (128, 512), (256, 1024), (255, 1025), (64, 1024)]:
             assert tm(R, T, "gae").block_n != 8 and tm(R, T, "vtrace").block_t != 128, (R, T)
         shipped = launch._TM_SMALL_SPLIT

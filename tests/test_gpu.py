@@ -838,7 +838,8 @@ def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
     assert used and set(used) == {(True, rows, 512 if shape[1] <= 512 else 1024, 8, 1)}, used
 
 
-_TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (130, 513), (192, 700)]
+_TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (130, 513), (192, 700),
+                          (200, 760)]
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -848,12 +849,12 @@ _TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (13
 def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     """launch._TM_SMALL_SPLIT: time-major calls of 128-255 rows of 513-1024 steps split in time
     into 128-step one-chunk segments, on [8, 128] tiles of 2 warps or [4, 128] of 1 forced for
-    every kernel form at every shape here (``None``: as shipped, GAE's and V-trace's entries
-    only, within their bounds: GAE from 86K elements, V-trace above 640 steps below 192 rows
-    on [4, 128], above 704 from 192 on [8, 128]; other calls keep whole rows), on 132 SMs: a
-    last segment part empty (1000, 600, 513 and 700 steps), a last row tile part empty, the
-    bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs too,
-    against the float64 torch backend."""
+    every kernel form at every shape here (``None``: as shipped, within its bounds: GAE and
+    Retrace from 86K elements, V-trace above 736 steps on [4, 128] below 192 rows and [8, 128]
+    from 192, the forward kernel above 768 steps; other calls keep whole rows), on 132 SMs: a
+    last segment part empty (1000, 600, 513, 700 and 760 steps), a last row tile part empty,
+    the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs
+    too, against the float64 torch backend."""
     from rltriton.kernels import launch
 
     k = _TM_SMALL_SPLIT_SHAPES.index(shape)
@@ -876,7 +877,8 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
         want = (True, rows_warps[0], 128, rows_warps[1], -(-T // 128))
         assert used and set(used) == {want}, used
     if tile is None:  # (the shipped bounds: which of these shapes split)
-        split = {"gae": R * T >= 86 * 1024, "vtrace": T > (704 if R >= 192 else 640)}.get(form, False)
+        split = {"gae": R * T >= 86 * 1024, "retrace": R * T >= 86 * 1024, "vtrace": T > 736,
+                 "forward": T > 768}.get(form, False)
         assert (rows_warps is not None) == split, (form, shape, rows_warps)
 
 

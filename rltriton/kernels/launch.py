@@ -587,10 +587,26 @@ _TM_SMALL_LONG_MIN_ROWS = 64
 #            8.9 -> 8.3, 250 x 1024 11.2 -> 9.7, 255 x 1024 12.4 -> 10.8) and loses at 704
 #            and fewer (200 x 704 8.0 -> 8.4, 250 x 640 7.9 -> 8.3); [4, 128] lost there at
 #            255 and 250 x 1024 (12.6, 12.7)
-# Retrace and the action form were not swept.
+# Session 52 timed that rule at its bounds and the split for the forms not yet tried
+# (`device_run.sh s51-bounds`, `s52-split-more`: 2026-12-06-h100-s52-bounds.txt,
+# -s52-split-more.txt; H100, device us, whole rows -> split):
+#   GAE      as shipped: 140 x 640 5.8 -> 5.5, 128 x 688 5.9 -> 5.6, 192 x 720 6.9 -> 5.9,
+#            250 x 768 7.8 -> 6.6, but 130 x 680 5.4 -> 5.8 and 150 x 600 5.4 -> 5.6 (row counts
+#            not a multiple of 4 lost at every small call timed: 130 x 513-680, 150 x 600)
+#   V-trace  641-736 steps net loss (130 x 680 6.8 -> 8.4, 180 x 672 7.4 -> 7.9, 200 x 736 8.2 ->
+#            8.6, 192 x 720 8.3 -> 8.4; 128 x 688 7.0 -> 6.7, 128 x 704 7.1 -> 6.7), every call
+#            of 768 steps or more gained or tied, so both tiles from above 736 steps
+#   Retrace  [8, 128]: 128 x 1024 8.8 -> 7.3, 192 x 1024 10.7 -> 7.8, 255 x 1024 12.9 -> 9.7,
+#            200 x 600 7.4 -> 6.8, 128 x 768 7.4 -> 7.0, but 130 x 640 6.2 -> 6.8 ([4, 128]
+#            slower everywhere): GAE's bound
+#   forward  [8, 128] (traces / prefix sums): 128 x 1024 5.2 -> 4.8 / 5.1 -> 4.9, 192 x 1024
+#            6.1 -> 5.0 / 5.9 -> 5.1, 255 x 1024 7.1 -> 5.8 / 7.2 -> 5.8; at 768 steps and
+#            fewer none gained (130 x 640 4.1 -> 4.5, 200 x 600 4.7 -> 4.8), so above 768
 _TM_SMALL_SPLIT: dict[str, tuple[tuple[int, int, int, int, int, int], ...]] = {
     "gae": ((128, 256, 512, 86 * 1024, 8, 2),),
-    "vtrace": ((192, 256, 704, 0, 8, 2), (128, 192, 640, 0, 4, 1)),
+    "vtrace": ((192, 256, 736, 0, 8, 2), (128, 192, 736, 0, 4, 1)),
+    "retrace": ((128, 256, 512, 86 * 1024, 8, 2),),
+    "forward": ((128, 256, 768, 0, 8, 2),),
 }
 _TM_SMALL_SPLIT_STEPS = 128
 # A program that walks at least _TM_PIPELINE_CHUNKS chunks has its chunk loop software
