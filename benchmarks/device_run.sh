@@ -775,6 +775,15 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       timeout 150 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
         --shapes 128x1024 --time-major --peers rl-triton --estimators gae,vtrace,td_lambda,traces \
         --max-minutes 2 --no-plots --tag s51-verify --out "$OUT" 2>&1 | tail -30 ;;
+    s53-verify)
+      # session 52's rule (V-trace above 736 steps; Retrace at GAE's bound; the forward kernel
+      # above 768 steps): the GPU tests of the small time-major calls, then the classic grid's
+      # 128 x 1024 through the harness, time-major too, against rl-triton (carry .peers)
+      gpu_tests 240 "tm_small_split or tm_small_long_tiles or tm_small_tiles" gpu_s53_verify.log
+      timeout 200 python3 benchmarks/run.py ${COMMIT:+--commit $COMMIT} --grid classic \
+        --shapes 128x1024 --time-major --peers rl-triton \
+        --estimators gae,vtrace,retrace,td_lambda,traces,prefix_sum --max-minutes 3 --no-plots \
+        --tag s53-verify --out "$OUT" 2>&1 | tail -40 ;;
     s51-bounds)
       # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
       # at its new bounds, against off; then the GPU tests of the shipped bounds
