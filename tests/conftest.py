@@ -3,7 +3,7 @@
 Without a GPU, Triton kernels run on CPU tensors through the interpreter: the variable
 must be set before the kernels are defined (``triton.jit`` reads it then), so it is set
 here, before any test imports :mod:`rltriton.kernels`. On a GPU machine the ``gpu``-marked
-tests run the compiled kernels instead (``pytest -m gpu``). Two shortcuts make the
+tests run the compiled kernels instead (``pytest -m gpu``). Four shortcuts make the
 interpreter several times faster without changing what it computes
 (:func:`_faster_interpreter`).
 """
@@ -54,13 +54,80 @@ def _column_scan(self, input):
     return [self.to_tensor(o, arg.dtype) for o, arg in zip(out, input)]
 
 
+def _column_reduce(self, input):
+    """``tl.reduce`` with a combine function of the kernels' own (``scan._product``) under
+    the interpreter, a column at a time, in place of Triton's ``ReduceOps.generic_reduce``,
+    which calls the combine function once per element: every output element is folded in the
+    same order (the accumulated value, combined with the next element along the axis), so
+    the results are the same bits, as in :func:`_column_scan`. The output is packed as
+    Triton packs it (kept dimensions, a scalar for ``axis=None``);
+    tests/test_interpreter_scan.py compares the two."""
+    import math
+
+    import numpy as np
+    import triton.language as tl
+
+    original_axis = self.axis
+    input, axis = self.unravel(input, self.axis)
+    data = [arg.handle.data for arg in input]
+    shape = data[0].shape
+    out = [np.zeros(shape[:axis] + shape[axis + 1:], dtype=d.dtype) for d in data]
+    lead = (slice(None),) * axis
+    if shape[axis]:
+        for o, d in zip(out, data):
+            o[...] = d[(*lead, 0)]
+    for k in range(1, shape[axis]):
+        acc = tuple(self.to_tensor(o.copy(), arg.dtype) for o, arg in zip(out, input))
+        new = tuple(self.to_tensor(d[(*lead, k)], arg.dtype) for d, arg in zip(data, input))
+        ret = self.combine_fn.fn(*acc, *new)
+        for o, r in zip(out, ret if isinstance(ret, tuple) else (ret,)):
+            val = r.handle.data if isinstance(r, tl.core.tensor) else r
+            o[...] = np.reshape(val, o.shape) if np.size(val) == math.prod(o.shape) else val
+    ret = []
+    for o, arg in zip(out, input):
+        if self.keep_dims:
+            o = np.expand_dims(o, axis) if original_axis is not None else o.reshape((1,) * len(shape))
+        elif original_axis is None:
+            o = o.item()
+        ret.append(self.to_tensor(o, arg.dtype))
+    return ret
+
+
+def _cached_np_dtype(np_dtype, tl):
+    """The interpreter's ``_get_np_dtype`` (a pure function of the dtype that builds a
+    19-entry table at each of its calls: a sixth of the kernel tests' time), looked up once
+    a dtype: a block type's numpy dtype is its element type's (a pointer's: uint64), and
+    scalar dtypes hash and compare by name (block and pointer types do not hash)."""
+    import numpy as np
+
+    seen: dict = {}
+    pointer = np.dtype(np.uint64)
+
+    def cached(tt_dtype):
+        key = tt_dtype.element_ty if isinstance(tt_dtype, tl.block_type) else tt_dtype
+        if isinstance(key, tl.pointer_type):
+            return pointer
+        try:
+            return seen[key]
+        except KeyError:
+            got = seen[key] = np_dtype(key)
+            return got
+        except TypeError:  # (an unhashable kind of dtype: as Triton computes it)
+            return np_dtype(tt_dtype)
+
+    return cached
+
+
 def _faster_interpreter() -> None:
-    """Two shortcuts in Triton's interpreter (``RLTRITON_PLAIN_INTERPRETER=1``: neither),
-    each computing exactly what it replaces: :func:`_column_scan` for its scans, and one
-    ``_patch_lang`` a launch. The interpreter maps ``triton.language``'s builtins to its
-    own when a launch starts (undoing it when the launch ends) and again at every call of a
-    ``@triton.jit`` function inside it (about half the kernel tests' time once the scans are
-    columns): those calls find the same modules already mapped, so they are skipped."""
+    """Four shortcuts in Triton's interpreter (``RLTRITON_PLAIN_INTERPRETER=1``: none),
+    each computing exactly what it replaces: :func:`_column_scan` for its scans,
+    :func:`_column_reduce` for its reductions of a combine function of the kernels' own
+    (the carry-in's product: a third of the split tests' time), :func:`_cached_np_dtype`
+    for its dtype table, and one ``_patch_lang`` a launch. The interpreter maps
+    ``triton.language``'s builtins to its own when a launch starts (undoing it when the
+    launch ends) and again at every call of a ``@triton.jit`` function inside it (about half
+    the kernel tests' time once the scans are columns): those calls find the same modules
+    already mapped, so they are skipped."""
     if os.environ.get("RLTRITON_PLAIN_INTERPRETER", "0") == "1":
         return
     import triton.language as tl
@@ -70,6 +137,13 @@ def _faster_interpreter() -> None:
     if ops is not None and hasattr(ops, "generic_scan") and hasattr(ops, "to_tensor"):
         ops.element_scan = ops.generic_scan  # Triton's, for tests/test_interpreter_scan.py
         ops.generic_scan = _column_scan
+    reduce_ops = getattr(interpreter, "ReduceOps", None)
+    if reduce_ops is not None and hasattr(reduce_ops, "generic_reduce") and hasattr(reduce_ops, "unravel"):
+        reduce_ops.element_reduce = reduce_ops.generic_reduce  # Triton's, for tests/test_interpreter_scan.py
+        reduce_ops.generic_reduce = _column_reduce
+    np_dtype = getattr(interpreter, "_get_np_dtype", None)
+    if np_dtype is not None and hasattr(tl, "block_type") and hasattr(tl, "pointer_type"):
+        interpreter._get_np_dtype = _cached_np_dtype(np_dtype, tl)
     grid, patch_lang = getattr(interpreter, "GridExecutor", None), getattr(interpreter, "_patch_lang", None)
     if grid is None or patch_lang is None or not hasattr(interpreter, "_LangPatchScope"):
         return

@@ -3,7 +3,9 @@ of the tile at a time) against Triton's own ``ScanOps.generic_scan`` (an element
 time), bit for bit, on every scan the kernels make: each combine function of
 rltriton/kernels/scan.py, on 2-d tiles along axis 1 and on 3-d ones along axes 1 and 2,
 float32, float64 and int32 operands. (A run of the whole suite with every scan computed
-both ways found no difference in 20995 scans; this keeps one case of each.)
+both ways found no difference in 20995 scans; this keeps one case of each.) Likewise the
+reductions (``_column_reduce`` against ``ReduceOps.generic_reduce``): the kernels' one
+``tl.reduce`` of a combine function of their own, and every packing of a reduction.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from pathlib import Path
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from rltriton.kernels import launch
+from rltriton.kernels.scan import _product
 from tests.conftest import INTERPRET, use_small_tiles
 from tests.rollouts import assert_matches, make_case, tm_lanes_tiles
 
@@ -119,3 +124,99 @@ def test_cases_take_every_combine_function():
     ``tl.associative_scan``."""
     named = set(re.findall(r"combine_fn=(\w+)", (ROOT / "rltriton" / "kernels" / "scan.py").read_text()))
     assert named == {fn for *_, scans in CASES.values() for fn, *_ in scans}, named
+
+
+@pytest.fixture
+def both_reduces(monkeypatch, poisoned):
+    """Every interpreted ``tl.reduce`` of a combine function of the kernels' own computed
+    both ways (tests/conftest.py's ``_column_reduce`` and Triton's ``generic_reduce``) and
+    compared; yields the set of (combine function, tile rank, axis, dtype) seen."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    from triton.runtime import interpreter
+
+    ops = interpreter.ReduceOps
+    if not hasattr(ops, "element_reduce"):
+        pytest.skip("the interpreter's reductions are Triton's own (RLTRITON_PLAIN_INTERPRETER=1)")
+    import numpy as np
+
+    column, element = ops.generic_reduce, ops.element_reduce
+    seen = set()
+
+    def checked(self, input):
+        got, want = column(self, input), element(self, input)
+        assert len(got) == len(want)
+        key = (self.combine_fn.fn.__name__, input[0].handle.data.ndim, self.axis, str(input[0].handle.data.dtype))
+        for g, w in zip(got, want):
+            gd, wd = np.asarray(g.handle.data), np.asarray(w.handle.data)
+            assert gd.dtype == wd.dtype and gd.shape == wd.shape and g.type == w.type, key
+            assert np.array_equal(_bits(gd), _bits(wd)), (key, gd, wd)
+        seen.add(key)
+        return got
+
+    monkeypatch.setattr(ops, "generic_reduce", checked)
+    yield seen
+    poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_column_reduces_are_triton_reduces(dtype, both_reduces, monkeypatch, poisoned):
+    """The one ``tl.reduce`` of the kernels (``scan._product``: PHASE 2's carry-in takes the
+    product of the summaries' coefficients, launch._CARRY_PRODUCTS) on rows split into
+    segments, computed both ways bit for bit. (Every reduction of test_carry_products,
+    test_exact_t and test_one_chunk_rows computed both ways, 11832 of them, found no
+    difference.)"""
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    monkeypatch.setattr(poisoned, "_CARRY_PRODUCTS", True)
+    monkeypatch.setattr(poisoned, "_CARRY_FOLD_INIT", frozenset())
+    monkeypatch.setattr(poisoned, "_MAX_SEGMENTS", 8)
+    monkeypatch.setattr(poisoned, "_SEG_STEPS", 16)
+    poisoned.clear_caches()
+    _run("td_lambda", (3, 40), dtype=dtype)
+    assert ("_product", 2, 1, str(dtype).removeprefix("torch.")) in both_reduces, both_reduces
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+@pytest.mark.parametrize("keep", [False, True])
+def test_column_reduce_packs_as_triton(axis, keep, monkeypatch):
+    """``_column_reduce`` against Triton's ``generic_reduce`` in a kernel of its own, on the
+    packings the kernels never ask for (either axis, ``axis=None``, kept dimensions)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    from triton.runtime import interpreter
+
+    ops = interpreter.ReduceOps
+    if not hasattr(ops, "element_reduce"):
+        pytest.skip("the interpreter's reductions are Triton's own (RLTRITON_PLAIN_INTERPRETER=1)")
+    x = torch.rand(4, 8, generator=torch.Generator().manual_seed(1)) + 0.5
+    ax = -1 if axis is None else axis
+    got = torch.full((8,), float("nan"))
+    _reduce_kernel[(1,)](x, got, AXIS=ax, KEEP=keep)
+    want = torch.full((8,), float("nan"))
+    monkeypatch.setattr(ops, "generic_reduce", ops.element_reduce)
+    _reduce_kernel[(1,)](x, want, AXIS=ax, KEEP=keep)
+    n = {0: 8, 1: 4, None: 1}[axis]
+    assert torch.equal(got[:n].view(torch.int32), want[:n].view(torch.int32)), (got, want)
+    assert got[n:].isnan().all() and want[:n].isfinite().all()
+    expect = x.double().prod(dim=axis) if axis is not None else x.double().prod()
+    # (a product of at most 32 float32 factors near 1: a few ulps apart from float64's)
+    assert torch.allclose(got[:n].double(), expect.reshape(-1), rtol=1e-5, atol=0)
+
+
+@triton.jit
+def _reduce_kernel(x_ptr, out_ptr, AXIS: tl.constexpr, KEEP: tl.constexpr):
+    rows = tl.arange(0, 4)
+    cols = tl.arange(0, 8)
+    x = tl.load(x_ptr + rows[:, None] * 8 + cols[None, :])
+    if AXIS == 0:
+        r = tl.reduce(x, 0, _product, keep_dims=KEEP)
+        tl.store(out_ptr + (cols[None, :] if KEEP else cols), r)
+    elif AXIS == 1:
+        r = tl.reduce(x, 1, _product, keep_dims=KEEP)
+        tl.store(out_ptr + (rows[:, None] if KEEP else rows), r)
+    else:
+        r = tl.reduce(x, None, _product, keep_dims=KEEP)
+        if KEEP:
+            tl.store(out_ptr + tl.arange(0, 1)[:, None], r)
+        else:
+            tl.store(out_ptr, r)
