@@ -9,6 +9,8 @@ effective horizon, see its docstring).
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -376,9 +378,25 @@ def test_pdl_capable(cc, driver, want, monkeypatch):
     assert read() == 0
 
 
-@pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize("one_chunk", [True, False], ids=["one-chunk", "chunk-loop"])
-@pytest.mark.parametrize("products", [True, False, "fold"], ids=["products", "scan", "fold"])
+# (estimator, one-chunk segments, carry-in form): every estimator in each carry-in form, on
+# segments of one chunk or of two alternately, so that every pair of two settings comes once
+# (24 calls of the 48 in the full product; the composition of the carry-in is scan.py's for
+# every kernel)
+CARRY_CASES = [pytest.param(name, bool((n + p) % 2 == 0), products,
+                            id=f"{pid}-{'one-chunk' if (n + p) % 2 == 0 else 'chunk-loop'}-{name}")
+               for n, name in enumerate(ESTIMATORS)
+               for p, (products, pid) in enumerate(((True, "products"), (False, "scan"), ("fold", "fold")))]
+
+
+def test_carry_cases_cover_every_pair():
+    """CARRY_CASES holds every pair of values of any two of its three settings."""
+    cases = [c.values for c in CARRY_CASES]
+    values = (ESTIMATORS, (True, False), (True, False, "fold"))
+    for i, j in itertools.combinations(range(3), 2):
+        assert {(c[i], c[j]) for c in cases} == set(itertools.product(values[i], values[j])), (i, j)
+
+
+@pytest.mark.parametrize(("name", "one_chunk", "products"), CARRY_CASES)
 def test_carry_products(name, one_chunk, products, monkeypatch, poisoned):
     """PHASE 2's carry-in three ways (launch._CARRY_PRODUCTS): the default sum of products (a
     forward cumprod of the summaries' b read one segment late, and reductions; the split
@@ -386,9 +404,10 @@ def test_carry_products(name, one_chunk, products, monkeypatch, poisoned):
     more column (launch._CARRY_FOLD_INIT, ``fold``: CARRY_PROD = 2), and the two-operand scan
     over the summaries it replaced, forced here, on the interpreter: every estimator against
     the float64 reference, split into one-chunk segments (the carry-in composed after the
-    tile's loads, scan.scan_step) and into segments of two chunks (composed first,
-    scan.segment_setup), batch- and time-major; 128 steps make 8 segments of 16, so that
-    the segment after all others in scan order has its folded column in the last of the 8."""
+    tile's loads, scan.scan_step) or into segments of two chunks (composed first,
+    scan.segment_setup; CARRY_CASES: every pair of settings), batch- and time-major; 128
+    steps make 8 segments of 16, so that the segment after all others in scan order has its
+    folded column in the last of the 8."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)
@@ -983,20 +1002,32 @@ def test_split_one_chunk_segments(name, group_tiles, monkeypatch, poisoned):
 
 
 MAP_REDUCE_NAMES = ["gae", "td_lambda", "discounted_returns"]
+FLAG_SETS = ("terminated", "truncated", "both", "none")
+# (estimator, group tiles, flags, bootstrap form): each flag set with each bootstrap form
+# twice, and every pair of any two of the four settings at least once (a pairwise cover: 32
+# calls of the 96 in the full product, each of which costs the interpreter about 2 s)
+MAP_REDUCE_CASES = [(MAP_REDUCE_NAMES[(f + b + k) % 3], bool((b + k + f % 2) % 2), flags, bootstrap)
+                    for f, flags in enumerate(FLAG_SETS) for b, bootstrap in enumerate(BOOTSTRAP_FORMS)
+                    for k in range(2)]
 
 
-@pytest.mark.parametrize("name", MAP_REDUCE_NAMES)
-@pytest.mark.parametrize("group_tiles", [True, False])
-@pytest.mark.parametrize("flags", ["terminated", "truncated", "both", "none"])
-@pytest.mark.parametrize("bootstrap", BOOTSTRAP_FORMS)
+def test_map_reduce_cases_cover_every_pair():
+    """MAP_REDUCE_CASES holds every pair of values of any two of its four settings."""
+    values = (MAP_REDUCE_NAMES, (True, False), FLAG_SETS, BOOTSTRAP_FORMS)
+    for i, j in itertools.combinations(range(4), 2):
+        assert {(c[i], c[j]) for c in MAP_REDUCE_CASES} == set(itertools.product(values[i], values[j])), (i, j)
+
+
+@pytest.mark.parametrize(("name", "group_tiles", "flags", "bootstrap"), MAP_REDUCE_CASES)
 def test_map_reduce(name, group_tiles, flags, bootstrap, monkeypatch, poisoned):
     """launch._MAP_REDUCE: a time split's PHASE 1 on batch-major tiles composes each chunk's
     map by scan.constant_chunk_map's reductions (GAE's and TD(lambda)'s kernels, scalar gamma
     and lam, float32), against the float64 reference: segments of one chunk and of several
     (the chunk loop composing the maps), a last chunk cut by T, chunks in group form and in
-    time order, every flag set and bootstrap form, gamma lam = 0 (every beta 0: k^0 must be
-    1, not 2^(0 * -inf)) and 1. The three forms forced (the default takes TD(lambda)'s only:
-    test_map_reduce_forms); the calls that keep the scan: test_map_reduce_declined."""
+    time order, every flag set and bootstrap form (MAP_REDUCE_CASES: every pair of settings),
+    gamma lam = 0 (every beta 0: k^0 must be 1, not 2^(0 * -inf)) and 1. The three forms
+    forced (the default takes TD(lambda)'s only: test_map_reduce_forms); the calls that keep
+    the scan: test_map_reduce_declined."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     use_small_tiles(monkeypatch, poisoned, split=True)

@@ -46,8 +46,10 @@ REVERSE_SCAN_FLIPS = TRITON < (3, 9)
 GROUP_SCAN_EXTRA_CVT = 3 if TRITON < (3, 9) else 4
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def counts() -> dict:
+    # (once a worker: the module's tests, one xdist group, can run between other modules'
+    # on their worker, and a module-scoped fixture compiled every kernel again after each, 24 s)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ptx_counts.py"), "--json"], env=env,
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
