@@ -3,7 +3,7 @@
 Without a GPU, Triton kernels run on CPU tensors through the interpreter: the variable
 must be set before the kernels are defined (``triton.jit`` reads it then), so it is set
 here, before any test imports :mod:`rltriton.kernels`. On a GPU machine the ``gpu``-marked
-tests run the compiled kernels instead (``pytest -m gpu``). Four shortcuts make the
+tests run the compiled kernels instead (``pytest -m gpu``). Seven shortcuts make the
 interpreter several times faster without changing what it computes
 (:func:`_faster_interpreter`).
 """
@@ -118,12 +118,103 @@ def _cached_np_dtype(np_dtype, tl):
     return cached
 
 
+def _same_type_operands(check, tl):
+    """The semantic layer's ``binary_op_type_checking_impl`` (the implicit casts and
+    broadcasts of every binary operation: a seventh of the kernel tests' time), returning
+    its operands at once where it would return them unchanged: two tensors of one type,
+    neither a pointer, not a division of half floats (``/`` and ``%`` of fp16 and bf16
+    compute in float32). Triton's own rules give that: one scalar type promotes to
+    itself, a cast to its own type is the input, and equal block shapes broadcast to
+    themselves."""
+    tensor = tl.tensor
+    halves = (tl.float16, tl.bfloat16)
+
+    def checked(self, lhs, rhs, allow_lhs_ptr=False, allow_rhs_ptr=False, arithmetic_check=True,
+                div_or_mod=False):
+        if type(lhs) is tensor and type(rhs) is tensor:
+            ty = lhs.type
+            # (a type's name is its element type's and block shape's, so names equal where the
+            # types are: ``==`` compares the shapes as tl.tuples, a tenth of the time again)
+            if ty is rhs.type or ty.name == rhs.type.name:
+                scalar = ty.scalar
+                if not scalar.is_ptr() and not (div_or_mod and scalar in halves):
+                    return lhs, rhs
+        return check(self, lhs, rhs, allow_lhs_ptr, allow_rhs_ptr, arithmetic_check, div_or_mod)
+
+    return checked
+
+
+def _tensor_init(tl):
+    """``tl.tensor.__init__`` (every value the interpreter makes: a seventh of the kernel
+    tests' time) with what a block shape gives made once a shape: the same attributes,
+    ``shape`` a new ``tl.tuple`` of a ``constexpr`` a dimension (the constexprs and the
+    tuple's type shared by the tensors of that shape: Triton never changes either in place)
+    and ``numel`` the product's ``constexpr``."""
+    import math
+
+    core = tl.core
+    constexpr, shape_tuple = core.constexpr, core.tuple
+    shapes: dict = {}
+    scalar = shape_tuple([])
+    one = constexpr(1)
+
+    def init(self, handle, type):
+        self.handle = handle
+        self.type = type
+        self.dtype = type.scalar
+        if type.is_block():
+            key = type.name  # (its element type's and shape's: a tl.tuple hashes slowly)
+            held = shapes.get(key)
+            if held is None:
+                dims = shape_tuple([constexpr(d) for d in type.shape])
+                held = shapes[key] = (dims.values, dims.type, constexpr(math.prod(type.shape)))
+            self.shape, self.numel = shape_tuple(held[0], held[1]), held[2]
+        else:
+            self.shape, self.numel = shape_tuple([], scalar.type), one
+
+    return init
+
+
+def _block_type_init(init, tl):
+    """``tl.block_type.__init__`` (a new type at nearly every operation the interpreter
+    runs: a seventh of the kernel tests' time once :func:`_tensor_init` is in) computing a
+    shape's attributes once an element type and shape: ``shape`` (a tl.tuple of ints),
+    ``numel`` and ``name`` taken from the first type of that shape, shared (Triton never
+    changes a type in place). Shapes Triton's own rejects, or of anything but ints and
+    constexprs of ints, go to Triton's, which raises as before."""
+    core = tl.core
+    constexpr, shape_tuple = core.constexpr, core.tuple
+    seen: dict = {}
+
+    def cached(self, element_ty, shape):
+        kind = type(shape)
+        values = shape if kind is list else shape.values if kind is shape_tuple else None
+        if values is not None:
+            dims = [d.value if type(d) is constexpr else d for d in values]
+            if all(type(d) is int for d in dims):
+                key = (element_ty.name, *dims)
+                held = seen.get(key)
+                if held is not None:
+                    self.element_ty = element_ty
+                    self.shape, self.numel, self.name = held
+                    return
+                init(self, element_ty, shape)
+                seen[key] = (self.shape, self.numel, self.name)
+                return
+        init(self, element_ty, shape)
+
+    return cached
+
+
 def _faster_interpreter() -> None:
-    """Four shortcuts in Triton's interpreter (``RLTRITON_PLAIN_INTERPRETER=1``: none),
+    """Seven shortcuts in Triton's interpreter (``RLTRITON_PLAIN_INTERPRETER=1``: none),
     each computing exactly what it replaces: :func:`_column_scan` for its scans,
     :func:`_column_reduce` for its reductions of a combine function of the kernels' own
     (the carry-in's product: a third of the split tests' time), :func:`_cached_np_dtype`
-    for its dtype table, and one ``_patch_lang`` a launch. The interpreter maps
+    for its dtype table, three in the semantic layer that every operation goes through
+    (:func:`_same_type_operands`, :func:`_tensor_init`, :func:`_block_type_init`: together
+    they took the kernel tests from 24 s to 10 s on two of them; tests/test_interpreter_scan.py
+    compares them with Triton's), and one ``_patch_lang`` a launch. The interpreter maps
     ``triton.language``'s builtins to its own when a launch starts (undoing it when the
     launch ends) and again at every call of a ``@triton.jit`` function inside it (about half
     the kernel tests' time once the scans are columns): those calls find the same modules
@@ -141,6 +232,19 @@ def _faster_interpreter() -> None:
     if reduce_ops is not None and hasattr(reduce_ops, "generic_reduce") and hasattr(reduce_ops, "unravel"):
         reduce_ops.element_reduce = reduce_ops.generic_reduce  # Triton's, for tests/test_interpreter_scan.py
         reduce_ops.generic_reduce = _column_reduce
+    semantic = getattr(interpreter, "TritonSemantic", None)
+    check = getattr(semantic, "binary_op_type_checking_impl", None)
+    if check is not None and hasattr(tl, "tensor") and hasattr(tl, "bfloat16"):
+        semantic.element_type_checking = check  # Triton's, for tests/test_interpreter_scan.py
+        semantic.binary_op_type_checking_impl = _same_type_operands(check, tl)
+    block_init = tl.block_type.__init__
+    if block_init.__code__.co_varnames[:3] == ("self", "element_ty", "shape"):
+        tl.block_type.element_init = block_init  # Triton's, for tests/test_interpreter_scan.py
+        tl.block_type.__init__ = _block_type_init(block_init, tl)
+    init = tl.tensor.__init__
+    if init.__code__.co_varnames[:3] == ("self", "handle", "type"):
+        tl.tensor.element_init = init  # Triton's, for tests/test_interpreter_scan.py
+        tl.tensor.__init__ = _tensor_init(tl)
     np_dtype = getattr(interpreter, "_get_np_dtype", None)
     if np_dtype is not None and hasattr(tl, "block_type") and hasattr(tl, "pointer_type"):
         interpreter._get_np_dtype = _cached_np_dtype(np_dtype, tl)

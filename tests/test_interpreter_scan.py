@@ -220,3 +220,111 @@ def _reduce_kernel(x_ptr, out_ptr, AXIS: tl.constexpr, KEEP: tl.constexpr):
             tl.store(out_ptr + tl.arange(0, 1)[:, None], r)
         else:
             tl.store(out_ptr, r)
+
+
+def _tritons_own(monkeypatch) -> None:
+    """Triton's own semantic type checks, tensor and block-type constructors in place of
+    tests/conftest.py's shortcuts (skips where the shortcuts are off)."""
+    from triton.language.semantic import TritonSemantic
+
+    if not hasattr(TritonSemantic, "element_type_checking"):
+        pytest.skip("the interpreter's semantics are Triton's own (RLTRITON_PLAIN_INTERPRETER=1)")
+    monkeypatch.setattr(TritonSemantic, "binary_op_type_checking_impl", TritonSemantic.element_type_checking)
+    monkeypatch.setattr(tl.tensor, "__init__", tl.tensor.element_init)
+    monkeypatch.setattr(tl.block_type, "__init__", tl.block_type.element_init)
+
+
+@pytest.mark.parametrize(("name", "dtype", "time_major"), [
+    ("gae", torch.float32, False), ("td_lambda", torch.float64, False), ("vtrace", torch.bfloat16, False),
+    ("retrace_av", torch.float32, False), ("traces", torch.float32, True), ("prefix_sum", torch.float64, True)])
+def test_semantic_shortcuts_are_tritons(name, dtype, time_major, monkeypatch, poisoned):
+    """tests/conftest.py's shortcuts in the semantic layer (``_same_type_operands``,
+    ``_tensor_init``, ``_block_type_init``) against Triton's own: the same kernels, split
+    in time on small tiles, give the same output bits either way (float32, float64 and bf16
+    inputs, time-major too)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    use_small_tiles(monkeypatch, poisoned, split=True)
+    poisoned.clear_caches()
+    case = make_case(name, (3, 40), bootstrap="bootstrap_values", flags="both", seed=4, time_major=time_major,
+                     dtype=dtype)
+    got = [o.clone() for o in case(backend="triton")]
+    with monkeypatch.context() as m:
+        _tritons_own(m)
+        poisoned.clear_caches()
+        want = [o.clone() for o in case(backend="triton")]
+    poisoned.clear_caches()
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        gb, wb = (_bits(t.contiguous().view(-1).view(torch.int16 if t.dtype == torch.bfloat16 else t.dtype).numpy())
+                  for t in (g, w))
+        assert (gb == wb).all(), name
+
+
+def test_semantic_shortcut_attributes(monkeypatch):
+    """The shortcuts' types, tensors and operand checks hold what Triton's make: block types
+    of every element type and shape (a list, a tl.tuple, constexprs), tensors of them and of
+    scalars, and the operands of binary operations on one type (returned as they are) and on
+    two (cast and broadcast by Triton's own rules)."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    import numpy as np
+    from triton.language.semantic import TritonSemantic
+    from triton.runtime import interpreter
+
+    if not hasattr(TritonSemantic, "element_type_checking"):
+        pytest.skip("the interpreter's semantics are Triton's own (RLTRITON_PLAIN_INTERPRETER=1)")
+    sem = interpreter.interpreter_semantic
+
+    def described(ty):
+        if not ty.is_block():
+            return (ty.name,)
+        return (ty.name, type(ty.shape).__name__, list(ty.shape), ty.numel, ty.element_ty.name)
+
+    def tensor_described(t):
+        return (described(t.type), t.dtype.name, type(t.shape).__name__, [type(d).__name__ for d in t.shape],
+                [d.value for d in t.shape], t.numel.value, t.handle is not None)
+
+    types = []
+    for element in (tl.float32, tl.float64, tl.bfloat16, tl.int32, tl.int1, tl.pointer_type(tl.float32)):
+        for shape in ([4], [2, 8], tl.core.tuple([tl.constexpr(4), tl.constexpr(2)]), [tl.constexpr(16)]):
+            for _ in range(2):  # (the second from the cache)
+                fast = tl.block_type(element, shape)
+                with monkeypatch.context() as m:
+                    m.setattr(tl.block_type, "__init__", tl.block_type.element_init)
+                    slow = tl.block_type(element, shape)
+                assert described(fast) == described(slow) and fast == slow, (element, shape)
+            types.append(fast)
+    with pytest.raises(ValueError):
+        tl.block_type(tl.float32, [3])  # (not a power of two: Triton's error)
+    with pytest.raises(AssertionError):
+        tl.block_type(tl.float32, (4,))  # (a builtin tuple: Triton's assertion)
+
+    def tensor_of(ty, own: bool):
+        shape = list(ty.shape) if ty.is_block() else [1]
+        np_dtype = np.uint64 if ty.scalar.is_ptr() else interpreter._get_np_dtype(ty.scalar)
+        handle = interpreter.TensorHandle(np.zeros(shape, dtype=np_dtype), ty.scalar)
+        with monkeypatch.context() as m:
+            if own:
+                m.setattr(tl.tensor, "__init__", tl.tensor.element_init)
+            return tl.tensor(handle, ty)
+
+    for ty in types + [tl.float32, tl.int32, tl.bfloat16]:
+        assert tensor_described(tensor_of(ty, False)) == tensor_described(tensor_of(ty, True)), ty
+    pairs = [(a, b) for a in types + [tl.float32] for b in types + [tl.float32]
+             if not a.scalar.is_ptr() and not b.scalar.is_ptr()
+             and (not a.is_block() or not b.is_block() or list(a.shape) == list(b.shape) or a.numel == 1)]
+    for a, b in pairs:
+        for div in (False, True):
+            x, y = tensor_of(a, False), tensor_of(b, False)
+            try:
+                want = TritonSemantic.element_type_checking(sem, x, y, div_or_mod=div)
+            except (TypeError, ValueError) as e:
+                with pytest.raises(type(e)):
+                    sem.binary_op_type_checking_impl(x, y, div_or_mod=div)
+                continue
+            got = sem.binary_op_type_checking_impl(x, y, div_or_mod=div)
+            assert [tensor_described(t) for t in got] == [tensor_described(t) for t in want], (a, b, div)
+            if a.name == b.name and not (div and a.scalar in (tl.float16, tl.bfloat16)):
+                assert got[0] is x and got[1] is y and want[0] is x and want[1] is y, (a, b, div)
