@@ -94,6 +94,10 @@
 #   s51-verify, ~7 min (carry .peers): its GPU tests, then 128 x 1024 through the harness;
 #   s51-bounds, ~2 min: the rule refitted to s51-rule at its bounds, and its GPU tests;
 #   s52-split-more, ~1 min: the same split for Retrace, traces and prefix sums, A/B only;
+#   s54-odd, ~5 min: GAE's split at row counts of 2 mod 4 (off / shipped / [4, 128]), then the
+#   shipped bounds' GPU tests;
+#   s54-g4, ~1 min: GAE on [4, 128] / 1 warp against as shipped at multiples of 4 rows;
+#   s54-g4-bounds, ~1 min: that tile's bounds (off / shipped / [4, 128] everywhere);
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
@@ -784,6 +788,26 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
         --shapes 128x1024 --time-major --peers rl-triton \
         --estimators gae,vtrace,retrace,td_lambda,traces,prefix_sum --max-minutes 3 --no-plots \
         --tag s53-verify --out "$OUT" 2>&1 | tail -40 ;;
+    s54-odd)
+      # GAE's split lost at every small call whose row count is not a multiple of 4 that
+      # session 52 timed (130 x 680 5.4 -> 5.8, 150 x 600 5.4 -> 5.6) but gained at 250 x 768:
+      # off / as shipped / GAE on [4, 128] and 1 warp, at row counts of 2 mod 4 from 86K to 200K
+      # elements (and two multiples of 4 beside them); then the shipped bounds' GPU tests
+      variants_ab s54_odd 300 gae_tm 130x680,150x600,130x768,150x700,170x640,190x640,210x600,230x600,134x1024,162x768,250x640,250x768,140x640,200x736 \
+        off='$a _TM_SMALL_SPLIT = {}' base g4='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 256, 512, 86 * 1024, 4, 1),)}'
+      gpu_tests 200 "tm_small_split and shipped" gpu_s54_shipped.log ;;
+    s54-g4)
+      # s54-odd had GAE's [4, 128] on 1 warp at 140 x 640 5.0 against 5.6 as shipped (and
+      # slower at every 2-mod-4 row count): as shipped / [4, 128] at multiples of 4 above the
+      # bound, 140 x 640 twice
+      variants_ab s54_g4 300 gae_tm 140x640,128x704,144x640,160x600,176x640,160x704,128x768,128x1024,192x1024,140x640 \
+        base g4='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 256, 512, 86 * 1024, 4, 1),)}' ;;
+    s54-g4-bounds)
+      # where GAE's [4, 128] on 1 warp wins at row counts that are multiples of 4 (s54-g4: up
+      # to 768 steps below 192 rows): off / as shipped / [4, 128] on every call of 128-255 rows
+      # above 512 steps, below GAE's 86K elements, and around 768 steps and 192 rows
+      variants_ab s54_g4_bounds 300 gae_tm 128x520,128x576,128x640,132x600,136x576,160x520,188x528,128x896,160x800,180x768,188x760,160x1024,192x640,192x736,224x640,252x600,244x768 \
+        off='$a _TM_SMALL_SPLIT = {}' base g4='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 256, 512, 0, 4, 1),)}' ;;
     s51-bounds)
       # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
       # at its new bounds, against off; then the GPU tests of the shipped bounds
