@@ -97,7 +97,8 @@
 #   s54-odd, ~5 min: GAE's split at row counts of 2 mod 4 (off / shipped / [4, 128]), then the
 #   shipped bounds' GPU tests;
 #   s54-g4, ~1 min: GAE on [4, 128] / 1 warp against as shipped at multiples of 4 rows;
-#   s54-g4-bounds, ~1 min: that tile's bounds (off / shipped / [4, 128] everywhere);
+#   s54-g4-bounds, ~4 min: session 54's rule (GAE's [4, 128] where 4 divides the rows): its GPU
+#   tests, then an A/B at and past its bounds (off / the rule before / shipped / below 86K);
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
@@ -803,11 +804,14 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       variants_ab s54_g4 300 gae_tm 140x640,128x704,144x640,160x600,176x640,160x704,128x768,128x1024,192x1024,140x640 \
         base g4='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 256, 512, 86 * 1024, 4, 1),)}' ;;
     s54-g4-bounds)
-      # where GAE's [4, 128] on 1 warp wins at row counts that are multiples of 4 (s54-g4: up
-      # to 768 steps below 192 rows): off / as shipped / [4, 128] on every call of 128-255 rows
-      # above 512 steps, below GAE's 86K elements, and around 768 steps and 192 rows
-      variants_ab s54_g4_bounds 300 gae_tm 128x520,128x576,128x640,132x600,136x576,160x520,188x528,128x896,160x800,180x768,188x760,160x1024,192x640,192x736,224x640,252x600,244x768 \
-        off='$a _TM_SMALL_SPLIT = {}' base g4='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 256, 512, 0, 4, 1),)}' ;;
+      # session 54's rule (GAE on [4, 128] / 1 warp where 4 divides fewer than 192 rows of at
+      # most 768 steps, from 86K elements): its GPU tests, then off / the rule before (GAE on
+      # [8, 128] only) / as shipped / the same tile below 86K elements (g4lo), within the new
+      # bounds, at them (188 x 768, 136 x 648) and past them (140 x 800, 190 x 640, 192 x 640)
+      gpu_tests 150 "tm_small_split and (shipped or 140x640)" gpu_s54_g4.log
+      variants_ab s54_g4_bounds 200 gae_tm 128x576,128x640,132x600,160x520,136x648,140x640,128x704,176x640,188x528,188x760,188x768,128x768,140x800,160x1024,190x640,192x640 \
+        off='$a _TM_SMALL_SPLIT = {}' old='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 256, 512, 86 * 1024, 8, 2),)}' \
+        base g4lo='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 192, 512, 0, 4, 1, 4, 768), (128, 256, 512, 86 * 1024, 8, 2))}' ;;
     s51-bounds)
       # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
       # at its new bounds, against off; then the GPU tests of the shipped bounds

@@ -839,7 +839,7 @@ def test_tm_small_long_tiles(shape, name, dtype, monkeypatch):
 
 
 _TM_SMALL_SPLIT_SHAPES = [(128, 1024), (129, 1000), (255, 1024), (200, 600), (130, 513), (192, 700),
-                          (200, 760)]
+                          (200, 760), (140, 640)]
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -850,9 +850,10 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     """launch._TM_SMALL_SPLIT: time-major calls of 128-255 rows of 513-1024 steps split in time
     into 128-step one-chunk segments, on [8, 128] tiles of 2 warps or [4, 128] of 1 forced for
     every kernel form at every shape here (``None``: as shipped, within its bounds: GAE and
-    Retrace from 86K elements, V-trace above 736 steps on [4, 128] below 192 rows and [8, 128]
+    Retrace from 86K elements, GAE on [4, 128] where 4 divides fewer than 192 rows of at most
+    768 steps (140 x 640), V-trace above 736 steps on [4, 128] below 192 rows and [8, 128]
     from 192, the forward kernel above 768 steps; other calls keep whole rows), on 132 SMs: a
-    last segment part empty (1000, 600, 513, 700 and 760 steps), a last row tile part empty,
+    last segment part empty (1000, 600, 513, 700, 760 and 640 steps), a last row tile part empty,
     the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs
     too, against the float64 torch backend."""
     from rltriton.kernels import launch
@@ -870,7 +871,8 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     # whose bounds the call reaches, as the planner takes it)
     R, T = shape
     tiles = table.get(form, ()) if form in launch._TM_SMALL_LONG_ELEMS else ()
-    rows_warps = next((t[4:] for t in tiles if t[0] <= R < t[1] and T > t[2] and R * T >= t[3]), None)
+    rows_warps = next((t[4:6] for t in tiles if t[0] <= R < t[1] and T > t[2] and R * T >= t[3]
+                       and launch._small_split_extra(t, R, T)), None)
     if rows_warps is None:  # whole rows (the action form: the generic tiles)
         assert not any(u[0] and u[4] > 1 for u in used), used
     else:
@@ -880,6 +882,8 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
         split = {"gae": R * T >= 86 * 1024, "retrace": R * T >= 86 * 1024, "vtrace": T > 736,
                  "forward": T > 768}.get(form, False)
         assert (rows_warps is not None) == split, (form, shape, rows_warps)
+        if form == "gae" and split:
+            assert rows_warps == ((4, 1) if R < 192 and R % 4 == 0 and T <= 768 else (8, 2)), (shape, rows_warps)
 
 
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:

@@ -560,8 +560,9 @@ _TM_SMALL_LONG_FEW_BELOW = 256
 _TM_SMALL_LONG_FEW_ROWS = 2
 _TM_SMALL_LONG_MIN_ROWS = 64
 # ... but in those calls of fewer than _TM_SMALL_LONG_FEW_BELOW rows, the first of the form's
-# _TM_SMALL_SPLIT tiles (from rows, below rows, above steps, from elements, rows, warps) whose
-# bounds the call reaches splits its rows in time into one-chunk segments of
+# _TM_SMALL_SPLIT tiles (from rows, below rows, above steps, from elements, rows, warps[, a row
+# count that is a multiple of, at most steps]: 6 or 8 fields) whose bounds the call reaches
+# splits its rows in time into one-chunk segments of
 # _TM_SMALL_SPLIT_STEPS steps on [rows, 128] tiles on that many warps (no entry, or no tile
 # reached: the whole rows above): 128 x 1024 takes 8 segments of 16 or 32 row blocks instead of
 # 64 programs of a 1024-step chain each. Session 50's sweep (`device_run.sh s50-sweep-tm-small`,
@@ -602,8 +603,17 @@ _TM_SMALL_LONG_MIN_ROWS = 64
 #   forward  [8, 128] (traces / prefix sums): 128 x 1024 5.2 -> 4.8 / 5.1 -> 4.9, 192 x 1024
 #            6.1 -> 5.0 / 5.9 -> 5.1, 255 x 1024 7.1 -> 5.8 / 7.2 -> 5.8; at 768 steps and
 #            fewer none gained (130 x 640 4.1 -> 4.5, 200 x 600 4.7 -> 4.8), so above 768
-_TM_SMALL_SPLIT: dict[str, tuple[tuple[int, int, int, int, int, int], ...]] = {
-    "gae": ((128, 256, 512, 86 * 1024, 8, 2),),
+# Session 54 (`device_run.sh s54-odd`, `s54-g4`: 2026-12-07-h100-s54-odd.txt, -s54-g4.txt;
+# H100, device us): GAE's losses at 130 x 680 and 150 x 600 were the bound's noise (whole rows
+# -> as shipped 5.5 -> 5.6, 5.6 -> 5.6; 130 x 768 6.2 -> 5.8, 170 x 640 6.2 -> 5.8, 134 x 1024
+# 7.5 -> 6.2, 250 x 640 6.8 -> 6.4), but at row counts that are multiples of 4 [4, 128] on 1 warp
+# beat [8, 128] up to 768 steps below 192 rows (140 x 640 5.5 -> 4.9, 128 x 704 5.6 -> 5.0,
+# 160 x 600 5.5 -> 5.1, 176 x 640 5.6 -> 5.2, 160 x 704 5.6 -> 5.3, 128 x 768 5.5 -> 5.2; tied at
+# 128 x 1024, 5.8 -> 5.9; lost at 192 x 1024 6.1 -> 6.8 and 200 x 736 5.8 -> 6.0) and lost at
+# every row count of 2 mod 4 (130 x 768 5.8 -> 6.0, 150 x 700 5.8 -> 6.0, 162 x 768 6.0 -> 6.3):
+# with 4 | R a tile's four rows start on a 16-byte boundary at every step
+_TM_SMALL_SPLIT: dict[str, tuple[tuple[int, ...], ...]] = {
+    "gae": ((128, 192, 512, 86 * 1024, 4, 1, 4, 768), (128, 256, 512, 86 * 1024, 8, 2)),
     "vtrace": ((192, 256, 736, 0, 8, 2), (128, 192, 736, 0, 4, 1)),
     "retrace": ((128, 256, 512, 86 * 1024, 8, 2),),
     "forward": ((128, 256, 768, 0, 8, 2),),
@@ -1577,10 +1587,16 @@ def _coop_steps(programs: int, T: int, block_t: int, sms: int) -> int:
 FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
 
 
+def _small_split_extra(tile: tuple[int, ...], R: int, T: int) -> bool:
+    """A ``_TM_SMALL_SPLIT`` tile's optional bounds: its row count a multiple of the seventh
+    field, at most the eighth's steps (a 6-field tile: none)."""
+    return len(tile) < 7 or (R % tile[6] == 0 and (len(tile) < 8 or T <= tile[7]))
+
+
 @functools.lru_cache(maxsize=4096)
 def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
                     few: FewTiles | None = None, small_long: int = 0,
-                    small_split: tuple[tuple[int, int, int, int, int, int], ...] = ()) -> Plan | None:
+                    small_split: tuple[tuple[int, ...], ...] = ()) -> Plan | None:
     """The launch plan for R rows of T steps stored time-major (rows contiguous), or None
     when :func:`plan`'s tiles serve better (fewer than ``_TM_MIN_ROWS`` rows or
     ``_TM_MIN_STEPS`` steps, or too small a call to split).
@@ -1595,7 +1611,8 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     ``_TM_SMALL_LONG_MAX_T`` steps in calls of at most that many elements too, on
     ``_TM_SMALL_LONG_ROWS`` rows, ``_TM_SMALL_LONG_FEW_ROWS`` below ``_TM_SMALL_LONG_FEW_BELOW``
     rows; ``small_split``, the form's entry of ``_TM_SMALL_SPLIT``, (from rows, below rows,
-    above steps, from elements, rows, warps) tiles, empty: never: those calls of fewer than
+    above steps, from elements, rows, warps[, rows a multiple of, at most steps]) tiles, empty:
+    never: those calls of fewer than
     ``_TM_SMALL_LONG_FEW_BELOW`` rows that reach a tile's bounds split into one-chunk segments
     of ``_TM_SMALL_SPLIT_STEPS`` steps on the first such tile's rows and warps instead), and
     longer rows are cut into segments
@@ -1632,8 +1649,9 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
             return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
                 and R * T <= small_long:
-            split = next((tile[4:] for tile in small_split if tile[0] <= R < tile[1] and T > tile[2]
-                          and R * T >= tile[3]), None) if R < _TM_SMALL_LONG_FEW_BELOW else None
+            split = next((tile[4:6] for tile in small_split if tile[0] <= R < tile[1] and T > tile[2]
+                          and R * T >= tile[3] and _small_split_extra(tile, R, T)), None) \
+                if R < _TM_SMALL_LONG_FEW_BELOW else None
             if split is not None:
                 # (a 1024-step chain a program on 64 programs: 8 short segments instead)
                 rows, warps = split
