@@ -99,6 +99,7 @@
 #   s54-g4, ~1 min: GAE on [4, 128] / 1 warp against as shipped at multiples of 4 rows;
 #   s54-g4-bounds, ~4 min: session 54's rule (GAE's [4, 128] where 4 divides the rows): its GPU
 #   tests, then an A/B at and past its bounds (off / the rule before / shipped / below 86K);
+#   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
@@ -812,6 +813,10 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       variants_ab s54_g4_bounds 200 gae_tm 128x576,128x640,132x600,160x520,136x648,140x640,128x704,176x640,188x528,188x760,188x768,128x768,140x800,160x1024,190x640,192x640 \
         off='$a _TM_SMALL_SPLIT = {}' old='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 256, 512, 86 * 1024, 8, 2),)}' \
         base g4lo='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 192, 512, 0, 4, 1, 4, 768), (128, 256, 512, 86 * 1024, 8, 2))}' ;;
+    s54-g4-steps)
+      # GAE's [4, 128] past 768 steps (s54-g4: tied at 128 x 1024): as shipped / at most 1024 steps
+      variants_ab s54_g4_steps 120 gae_tm 140x800,128x896,160x896,176x960,128x1000,188x832,140x640 \
+        base g4hi='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 192, 512, 0, 4, 1, 4, 1024), (128, 256, 512, 86 * 1024, 8, 2))}' ;;
     s51-bounds)
       # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
       # at its new bounds, against off; then the GPU tests of the shipped bounds

@@ -2261,8 +2261,8 @@ def test_tm_small_plans(monkeypatch):
             # kernel above 768 steps on [8, 128])
             if not 128 <= R < 256 or T <= 512:
                 return None
-            if form == "gae" and R * T >= 86 * 1024 and R < 192 and R % 4 == 0 and T <= 768:
-                return (4, 1)  # (where 4 divides the rows, up to 768 steps)
+            if form == "gae" and R < 192 and R % 4 == 0 and T <= 768:
+                return (4, 1)  # (where 4 divides the rows, up to 768 steps, any element count)
             if form in ("gae", "retrace"):
                 return (8, 2) if R * T >= 86 * 1024 else None
             if form == "vtrace":
@@ -2279,9 +2279,9 @@ def test_tm_small_plans(monkeypatch):
         # _TM_SMALL_SPLIT: of those, GAE's and Retrace's calls of 128 to 255 rows of more than
         # 512 steps and at least 86K elements split in time into 128-step one-chunk segments on
         # [8, 128] (2 warps), GAE's on [4, 128] (1) where 4 divides fewer than 192 rows of at
-        # most 768 steps; V-trace's of more than 736 steps below 192 rows on [4, 128] (1), from
+        # most 768 steps, from any element count; V-trace's of more than 736 steps below 192 rows on [4, 128] (1), from
         # 192 rows on [8, 128]; the forward kernel's of more than 768 steps on [8, 128]
-        assert launch._TM_SMALL_SPLIT == {"gae": ((128, 192, 512, 86 * 1024, 4, 1, 4, 768),
+        assert launch._TM_SMALL_SPLIT == {"gae": ((128, 192, 512, 0, 4, 1, 4, 768),
                                                   (128, 256, 512, 86 * 1024, 8, 2)),
                                           "vtrace": ((192, 256, 736, 0, 8, 2), (128, 192, 736, 0, 4, 1)),
                                           "retrace": ((128, 256, 512, 86 * 1024, 8, 2),),
@@ -2290,7 +2290,8 @@ def test_tm_small_plans(monkeypatch):
         shapes = [(128, 1024), (128, 1000), (255, 1024), (200, 600), (130, 513), (128, 768), (130, 640),
                   (140, 704), (191, 1024), (192, 641), (192, 705), (200, 680), (250, 640), (137, 643),
                   (137, 642), (191, 641), (191, 737), (192, 737), (192, 736), (200, 769), (200, 768),
-                  (140, 640), (188, 768), (188, 769), (190, 640), (192, 640), (136, 648), (136, 647)]
+                  (140, 640), (188, 768), (188, 769), (190, 640), (192, 640), (128, 513), (136, 600),
+                  (130, 600)]
         for R, T in shapes:
             for form in ("gae", "vtrace", "td_lambda", "retrace", "forward"):
                 pl, want = tm(R, T, form), split(R, T, form)
@@ -2304,11 +2305,12 @@ def test_tm_small_plans(monkeypatch):
         assert {split(R, T, f) for R, T in shapes for f in ("gae", "vtrace")} == {None, (8, 2), (4, 1)}
         assert split(137, 643, "gae") and not split(137, 642, "gae")  # (88064 elements)
         assert split(137, 643, "retrace") and not split(137, 642, "retrace")
-        # (GAE's [4, 128]: 4 | 188 and 136, not 190; 768 steps, not 769; below 192 rows; 86K
-        # elements, which 136 x 648 has and 136 x 647 has not)
+        # (GAE's [4, 128]: 4 | 188 and 136, not 190 or 130; 768 steps, not 769; below 192 rows;
+        # more than 512 steps; below 86K elements too, where [8, 128] does not split)
         assert split(188, 768, "gae") == (4, 1) and split(188, 769, "gae") == (8, 2)
         assert split(190, 640, "gae") == (8, 2) and split(192, 640, "gae") == (8, 2)
-        assert split(136, 648, "gae") == (4, 1) and not split(136, 647, "gae")
+        assert split(128, 513, "gae") == (4, 1) and not split(128, 512, "gae")
+        assert split(136, 600, "gae") == (4, 1) and not split(130, 600, "gae")
         assert split(140, 640, "retrace") == (8, 2)
         assert split(191, 737, "vtrace") == (4, 1) and split(192, 737, "vtrace") == (8, 2)
         assert not split(192, 736, "vtrace") and not split(191, 705, "vtrace")

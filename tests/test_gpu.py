@@ -851,7 +851,7 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     into 128-step one-chunk segments, on [8, 128] tiles of 2 warps or [4, 128] of 1 forced for
     every kernel form at every shape here (``None``: as shipped, within its bounds: GAE and
     Retrace from 86K elements, GAE on [4, 128] where 4 divides fewer than 192 rows of at most
-    768 steps (140 x 640), V-trace above 736 steps on [4, 128] below 192 rows and [8, 128]
+    768 steps, from any element count (140 x 640), V-trace above 736 steps on [4, 128] below 192 rows and [8, 128]
     from 192, the forward kernel above 768 steps; other calls keep whole rows), on 132 SMs: a
     last segment part empty (1000, 600, 513, 700, 760 and 640 steps), a last row tile part empty,
     the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs
@@ -879,11 +879,12 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
         want = (True, rows_warps[0], 128, rows_warps[1], -(-T // 128))
         assert used and set(used) == {want}, used
     if tile is None:  # (the shipped bounds: which of these shapes split)
-        split = {"gae": R * T >= 86 * 1024, "retrace": R * T >= 86 * 1024, "vtrace": T > 736,
+        g4 = R < 192 and R % 4 == 0 and T <= 768  # (GAE's [4, 128], from any element count)
+        split = {"gae": R * T >= 86 * 1024 or g4, "retrace": R * T >= 86 * 1024, "vtrace": T > 736,
                  "forward": T > 768}.get(form, False)
         assert (rows_warps is not None) == split, (form, shape, rows_warps)
         if form == "gae" and split:
-            assert rows_warps == ((4, 1) if R < 192 and R % 4 == 0 and T <= 768 else (8, 2)), (shape, rows_warps)
+            assert rows_warps == ((4, 1) if g4 else (8, 2)), (shape, rows_warps)
 
 
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:

@@ -611,9 +611,14 @@ _TM_SMALL_LONG_MIN_ROWS = 64
 # 160 x 600 5.5 -> 5.1, 176 x 640 5.6 -> 5.2, 160 x 704 5.6 -> 5.3, 128 x 768 5.5 -> 5.2; tied at
 # 128 x 1024, 5.8 -> 5.9; lost at 192 x 1024 6.1 -> 6.8 and 200 x 736 5.8 -> 6.0) and lost at
 # every row count of 2 mod 4 (130 x 768 5.8 -> 6.0, 150 x 700 5.8 -> 6.0, 162 x 768 6.0 -> 6.3):
-# with 4 | R a tile's four rows start on a 16-byte boundary at every step
+# with 4 | R a tile's four rows start on a 16-byte boundary at every step. Its bounds
+# (`s54-g4-bounds`, `s54-g4-steps`: -s54-g4-bounds.txt, -s54-g4-steps.txt; whole rows / [8, 128]
+# / [4, 128]): it gains below GAE's 86K elements too (128 x 576 5.2 / - / 4.6, 128 x 640 5.8 /
+# - / 4.9, 132 x 600 5.0 / - / 4.8, 160 x 520 5.3 / - / 5.0), and at 188 x 528 (5.7 / 5.6 / 5.2)
+# and 188 x 768 (7.0 / 6.2 / 5.8); past 768 steps it is mixed (140 x 800 5.5 -> 5.2, 188 x 832
+# 6.4 -> 6.2, but 160 x 896 5.8 -> 6.0, 176 x 960 5.9 -> 6.2, 128 x 1000 5.7 -> 5.9)
 _TM_SMALL_SPLIT: dict[str, tuple[tuple[int, ...], ...]] = {
-    "gae": ((128, 192, 512, 86 * 1024, 4, 1, 4, 768), (128, 256, 512, 86 * 1024, 8, 2)),
+    "gae": ((128, 192, 512, 0, 4, 1, 4, 768), (128, 256, 512, 86 * 1024, 8, 2)),
     "vtrace": ((192, 256, 736, 0, 8, 2), (128, 192, 736, 0, 4, 1)),
     "retrace": ((128, 256, 512, 86 * 1024, 8, 2),),
     "forward": ((128, 256, 768, 0, 8, 2),),
