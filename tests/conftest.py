@@ -155,7 +155,7 @@ def _tensor_init(tl):
     core = tl.core
     constexpr, shape_tuple = core.constexpr, core.tuple
     shapes: dict = {}
-    scalar = shape_tuple([])
+    empty = shape_tuple([]).type  # (a scalar's shape: the empty tl.tuple's type)
     one = constexpr(1)
 
     def init(self, handle, type):
@@ -170,7 +170,7 @@ def _tensor_init(tl):
                 held = shapes[key] = (dims.values, dims.type, constexpr(math.prod(type.shape)))
             self.shape, self.numel = shape_tuple(held[0], held[1]), held[2]
         else:
-            self.shape, self.numel = shape_tuple([], scalar.type), one
+            self.shape, self.numel = shape_tuple([], empty), one
 
     return init
 

@@ -2279,8 +2279,9 @@ def test_tm_small_plans(monkeypatch):
         # _TM_SMALL_SPLIT: of those, GAE's and Retrace's calls of 128 to 255 rows of more than
         # 512 steps and at least 86K elements split in time into 128-step one-chunk segments on
         # [8, 128] (2 warps), GAE's on [4, 128] (1) where 4 divides fewer than 192 rows of at
-        # most 768 steps, from any element count; V-trace's of more than 736 steps below 192 rows on [4, 128] (1), from
-        # 192 rows on [8, 128]; the forward kernel's of more than 768 steps on [8, 128]
+        # most 768 steps, from any element count; V-trace's of more than 736 steps below 192
+        # rows on [4, 128] (1), from 192 rows on [8, 128]; the forward kernel's of more than 768
+        # steps on [8, 128]
         assert launch._TM_SMALL_SPLIT == {"gae": ((128, 192, 512, 0, 4, 1, 4, 768),
                                                   (128, 256, 512, 86 * 1024, 8, 2)),
                                           "vtrace": ((192, 256, 736, 0, 8, 2), (128, 192, 736, 0, 4, 1)),

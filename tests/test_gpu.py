@@ -851,9 +851,10 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     into 128-step one-chunk segments, on [8, 128] tiles of 2 warps or [4, 128] of 1 forced for
     every kernel form at every shape here (``None``: as shipped, within its bounds: GAE and
     Retrace from 86K elements, GAE on [4, 128] where 4 divides fewer than 192 rows of at most
-    768 steps, from any element count (140 x 640), V-trace above 736 steps on [4, 128] below 192 rows and [8, 128]
-    from 192, the forward kernel above 768 steps; other calls keep whole rows), on 132 SMs: a
-    last segment part empty (1000, 600, 513, 700, 760 and 640 steps), a last row tile part empty,
+    768 steps, from any element count (140 x 640), V-trace above 736 steps on [4, 128] below
+    192 rows and [8, 128] from 192, the forward kernel above 768 steps; other calls keep whole
+    rows), on 132 SMs: a last segment part empty (1000, 600, 513, 700, 760 and 640 steps), a
+    last row tile part empty,
     the bootstrap forms in turn, float32 and bfloat16 inputs, repeated so that a replay runs
     too, against the float64 torch backend."""
     from rltriton.kernels import launch
@@ -871,8 +872,7 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
     # whose bounds the call reaches, as the planner takes it)
     R, T = shape
     tiles = table.get(form, ()) if form in launch._TM_SMALL_LONG_ELEMS else ()
-    rows_warps = next((t[4:6] for t in tiles if t[0] <= R < t[1] and T > t[2] and R * T >= t[3]
-                       and launch._small_split_extra(t, R, T)), None)
+    rows_warps = launch._small_split_tile(tiles, R, T)
     if rows_warps is None:  # whole rows (the action form: the generic tiles)
         assert not any(u[0] and u[4] > 1 for u in used), used
     else:

@@ -1592,10 +1592,15 @@ def _coop_steps(programs: int, T: int, block_t: int, sms: int) -> int:
 FewTiles = tuple[tuple[int, tuple[int, int, int, int]], ...]
 
 
-def _small_split_extra(tile: tuple[int, ...], R: int, T: int) -> bool:
-    """A ``_TM_SMALL_SPLIT`` tile's optional bounds: its row count a multiple of the seventh
-    field, at most the eighth's steps (a 6-field tile: none)."""
-    return len(tile) < 7 or (R % tile[6] == 0 and (len(tile) < 8 or T <= tile[7]))
+def _small_split_tile(small_split: tuple[tuple[int, ...], ...], R: int, T: int) -> tuple[int, int] | None:
+    """(rows, warps) of the first of a form's ``_TM_SMALL_SPLIT`` tiles whose bounds R rows of
+    T steps reach (from rows, below rows, above steps, from elements; optionally the row count
+    a multiple of the seventh field, at most the eighth's steps), or None."""
+    for tile in small_split:
+        if tile[0] <= R < tile[1] and T > tile[2] and R * T >= tile[3] \
+                and (len(tile) < 7 or R % tile[6] == 0) and (len(tile) < 8 or T <= tile[7]):
+            return tile[4], tile[5]
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1654,9 +1659,7 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
             return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
                 and R * T <= small_long:
-            split = next((tile[4:6] for tile in small_split if tile[0] <= R < tile[1] and T > tile[2]
-                          and R * T >= tile[3] and _small_split_extra(tile, R, T)), None) \
-                if R < _TM_SMALL_LONG_FEW_BELOW else None
+            split = _small_split_tile(small_split, R, T) if R < _TM_SMALL_LONG_FEW_BELOW else None
             if split is not None:
                 # (a 1024-step chain a program on 64 programs: 8 short segments instead)
                 rows, warps = split
