@@ -100,6 +100,8 @@
 #   s54-g4-bounds, ~4 min: session 54's rule (GAE's [4, 128] where 4 divides the rows): its GPU
 #   tests, then an A/B at and past its bounds (off / the rule before / shipped / below 86K);
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
+#   s55-exact, ~7 min: EXACT_T for GAE's kernel (time-major lanes tiles) and the forward kernel
+#   (those and batch-major whole rows): its GPU tests, then an A/B of off / on;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
 #   from 16 programs, at the small calls (128 x 1024, 64 x 512, 256 x 512, 256 x 1024) for
 #   TD(lambda), GAE, V-trace and traces (benchmarks/sweep.py SWEEP_TM_NARROW_FEW, prepared in
@@ -817,6 +819,18 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       # GAE's [4, 128] past 768 steps (s54-g4: tied at 128 x 1024): as shipped / at most 1024 steps
       variants_ab s54_g4_steps 120 gae_tm 140x800,128x896,160x896,176x960,128x1000,188x832,140x640 \
         base g4hi='$a _TM_SMALL_SPLIT = {**_TM_SMALL_SPLIT, "gae": ((128, 192, 512, 0, 4, 1, 4, 1024), (128, 256, 512, 86 * 1024, 8, 2))}' ;;
+    s55-exact)
+      # EXACT_T (T the constant BLOCK_T on whole rows of one chunk) for GAE's kernel on the
+      # time-major lanes tiles and for the forward kernel on those and on batch-major rows
+      # (SASS a thread, Triton 3.6: GAE [64, 128] 720 -> 688, [32, 128] 656 -> 520; traces
+      # [64, 128] 640 -> 456, [1, 2048] 376 -> 320): its GPU tests, then as shipped / on
+      x='$a _EXACT_T_FORMS, _EXACT_T_TM_LANES = _EXACT_T_FORMS | {"forward"}, _EXACT_T_TM_LANES | {"gae", "forward"}'
+      gpu_tests 200 "exact_t_more" gpu_s55_exact.log
+      variants_ab s55_exact_tm 240 gae_tm,traces_tm,prefix_sum_tm \
+        4096x128,8192x128,16384x128,32768x128,4096x64,8192x64,16384x64,32768x64,8192x32,16384x32,16384x16,32768x16,32768x8,4096x256,8192x256 \
+        base x="$x"
+      variants_ab s55_exact_bm 150 traces,prefix_sum 512x2048,512x4096,4096x512,4096x2048,16384x128,32768x64,512x512,4096x128 \
+        base x="$x" ;;
     s51-bounds)
       # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
       # at its new bounds, against off; then the GPU tests of the shipped bounds

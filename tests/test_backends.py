@@ -2541,12 +2541,66 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
         assert not any(flag for flag, _, _ in seen) and len(splits[-1]) == 2, (seen, splits[-1])
         seen.clear()
         check(make_case("gae", (5, 64), seed=7), "triton")
-        assert seen == [(None, False, False)], seen
+        assert seen == [("gae" in poisoned._EXACT_T_FORMS, False, False)], seen
         if name == "retrace":  # (its action form: the same kernel, never with it)
             poisoned.clear_caches()
             seen.clear()
             check(make_case("retrace_av", (5, 64), seed=9), "triton")
             assert seen == [(False, False, False)], seen
+    finally:
+        poisoned.clear_caches()
+
+
+@pytest.mark.parametrize("forms", ["shipped", "every"])
+@pytest.mark.parametrize("name", ["gae", "traces", "prefix_sum"])
+def test_exact_t_more(name, forms, monkeypatch, poisoned):
+    """``EXACT_T`` in GAE's kernel and the forward kernel (traces, prefix sums): T as the
+    constant BLOCK_T on one pass whose one chunk is exactly the row, where ``launch._exact_t``
+    gives it (``shipped``: the form in ``_EXACT_T_FORMS`` for batch-major storage,
+    ``_EXACT_T_TM_LANES`` for the time-major lanes tiles; ``every``: both sets widened to
+    the form, so the kernel code runs whatever the planner ships): against the float64
+    reference, outputs poisoned, every bootstrap form, truncations and terminations, on whole
+    rows of 16, 64 and 128 steps (several rows a program, a last program part empty),
+    batch-major and on the time-major lanes tiles (from any number of programs, narrow ones
+    as on Triton 3.6 too); rows of 100 steps (a padded chunk) and split rows never take it."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    form = "gae" if name == "gae" else "forward"
+    if forms == "every":
+        monkeypatch.setattr(poisoned, "_EXACT_T_FORMS", poisoned._EXACT_T_FORMS | {form})
+        monkeypatch.setattr(poisoned, "_EXACT_T_TM_LANES", poisoned._EXACT_T_TM_LANES | {form})
+    monkeypatch.setattr(poisoned, "_TM_LANES_TILES", {
+        f: {bt: t._replace(min_programs=0.0) for bt, t in tiles.items()}
+        for f, tiles in poisoned._TM_LANES_TILES.items()})
+
+    def expect(tm_lanes: bool) -> bool:
+        return form in (poisoned._EXACT_T_TM_LANES if tm_lanes else poisoned._EXACT_T_FORMS)
+
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major, pl.tm_lanes))
+    try:
+        for narrow in (False, True):
+            monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", narrow)
+            for shape in ((9, 16), (70, 64), (33, 128)):
+                for time_major in (False, True):
+                    if narrow and not time_major:
+                        continue
+                    poisoned.clear_caches()
+                    seen.clear()
+                    check_short_row_forms(name, [shape], monkeypatch, poisoned, time_major=time_major)
+                    assert seen and all(not tm and flag is expect(lanes) and lanes is time_major
+                                        for flag, tm, lanes in seen), (shape, time_major, seen)
+        for time_major in (False, True):
+            poisoned.clear_caches()
+            seen.clear()
+            check(make_case(name, (40, 100), seed=8, time_major=time_major), "triton")
+            assert seen and not any(flag for flag, _, _ in seen), seen
+        poisoned.clear_caches()
+        use_small_tiles(monkeypatch, poisoned, split=True)
+        monkeypatch.setattr(poisoned, "_ROW_LANES", False)  # (lanes tiles are whole rows)
+        splits = launches_used(monkeypatch, poisoned)
+        seen.clear()
+        check(make_case(name, (3, 64), seed=6), "triton")  # split in time: two passes
+        assert not any(flag for flag, _, _ in seen) and len(splits[-1]) == 2, (seen, splits[-1])
     finally:
         poisoned.clear_caches()
 

@@ -670,6 +670,44 @@ def test_exact_t(shape, time_major, exact, bootstrap, name, monkeypatch, poisone
         poisoned.clear_caches()
 
 
+@pytest.mark.parametrize("forms", ["shipped", "every"])
+@pytest.mark.parametrize("name", ["gae", "traces", "prefix_sum"])
+@pytest.mark.parametrize("shape, time_major, bootstrap", [
+    ((4096, 128), True, "last_value"), ((16384, 128), True, "next_values"), ((16384, 64), True, "none"),
+    ((32768, 8), True, "bootstrap_values"), ((4096, 256), True, "last_value"),
+    ((16384, 128), False, "last_value"), ((512, 2048), False, "bootstrap_values"), ((4096, 512), False, "none"),
+    ((5000, 100), False, "last_value"), ((32768, 128), True, "last_value")],
+    ids=["tm-4096x128", "tm-16384x128", "tm-16384x64", "tm-32768x8", "tm-4096x256", "16384x128", "512x2048",
+         "4096x512", "5000x100", "tm-32768x128"])
+def test_exact_t_more(shape, time_major, bootstrap, name, forms, monkeypatch, poisoned):
+    """``EXACT_T`` in GAE's kernel and the forward kernel (traces, prefix sums): T as the
+    constant BLOCK_T on one pass of whole rows of exactly a chunk, where ``launch._exact_t``
+    gives it (``shipped``: ``_EXACT_T_FORMS`` for batch-major storage, ``_EXACT_T_TM_LANES``
+    for the time-major lanes tiles; ``every``: both widened to the form); 100-step rows and
+    the time-major tiles of 32768 x 128 never take it: against the float64 reference, a
+    bootstrap form a shape, truncations and terminations, outputs poisoned."""
+    form = "gae" if name == "gae" else "forward"
+    if forms == "every":
+        monkeypatch.setattr(poisoned, "_EXACT_T_FORMS", poisoned._EXACT_T_FORMS | {form})
+        monkeypatch.setattr(poisoned, "_EXACT_T_TM_LANES", poisoned._EXACT_T_TM_LANES | {form})
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major, pl.tm_lanes,
+                                                             pl.segments, pl.seg_len == pl.block_t == shape[1]))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, seed=shape[0] + 11, bootstrap=bootstrap)
+        if time_major:
+            _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T, time-major")
+        else:
+            case = on_gpu(case)
+            _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T")
+        flag, tm, lanes, segments, whole = seen[-1]
+        sets = poisoned._EXACT_T_TM_LANES if lanes else poisoned._EXACT_T_FORMS
+        assert flag is (not tm and segments == 1 and whole and form in sets), seen
+        assert shape[1] != 100 and shape != (32768, 128) or not flag, seen
+    finally:
+        poisoned.clear_caches()
+
+
 @pytest.mark.parametrize("bootstrap", ["last_value", "none"])
 @pytest.mark.parametrize("shape", [(8192, 128), (16384, 128), (33001, 128), (20001, 100)],
                          ids=lambda s: f"{s[0]}x{s[1]}")

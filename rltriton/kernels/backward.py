@@ -110,16 +110,18 @@ def gae_kernel(
     SEG_GROUPS: tl.constexpr = 0, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, MAP_REDUCE: tl.constexpr = False,
     INTERIOR: tl.constexpr = False,
-    PDL: tl.constexpr = False, ROWS_T: tl.constexpr = False,
+    PDL: tl.constexpr = False, ROWS_T: tl.constexpr = False, EXACT_T: tl.constexpr = False,
 ):
     """GAE: alpha = r + g (1-term) nv - V, beta = g l (1-done); outputs A and A + V.
     ``MAP_REDUCE`` (scalar gamma and lam): PHASE 1's chunk maps by
     :func:`scan.constant_chunk_map`'s reductions instead of a scan (uncut: a non-finite
     alpha past an episode's end reaches the map as 0 * x, as in the scan). ``INTERIOR``:
-    see :func:`td_lambda_kernel`."""
+    see :func:`td_lambda_kernel`. ``EXACT_T``: likewise (``launch._exact_t``: GAE on the
+    time-major lanes tiles of whole rows only)."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses; the row
     # strides T itself where every per-step tensor lies in contiguous rows (launch._ROWS_T)
     T = aligned(T, ROW_DIV)
+    T = exact_t(T, BLOCK_T, EXACT_T, PHASE, ONE_CHUNK)
     s_r_n = row_stride(s_r_n, T, ROW_DIV, ROWS_T)
     s_v_n = row_stride(s_v_n, T, ROW_DIV, ROWS_T)
     s_term_n = row_stride(s_term_n, T, ROW_DIV, ROWS_T)
@@ -142,7 +144,7 @@ def gae_kernel(
     s_o_t = aligned(s_o_t, TM_DIV)
     rows, row_mask, seg, n_segs, n_chunks, carry, s_sr, s_ss = segment_setup(
         R, T, SEG, state_ptr, sum_a_ptr, sum_b_ptr, BLOCK_N, BLOCK_T, PHASE, S_BLOCK, DT, ONE_CHUNK, TIME_MAJOR,
-        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL,
+        GROUP_TILES, CARRY_PROD, SEG_FLIP=SEG_FLIP, PDL=PDL, EXACT_T=EXACT_T,
     )
     if ONE_CHUNK:  # a static one-trip loop: the carry out of it is dead code, not a reduction
         n_chunks = 1

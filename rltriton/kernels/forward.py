@@ -21,6 +21,7 @@ from rltriton.kernels.scan import (
     aligned,
     chunk_map,
     compose,
+    exact_t,
     grid_dependency,
     interior_chunk,
     load_coef,
@@ -49,7 +50,7 @@ def forward_kernel(
     ONE_CHUNK: tl.constexpr, TIME_MAJOR: tl.constexpr, STAGES: tl.constexpr = 1, CARRY_PROD: tl.constexpr = False,
     SEG_FLIP: tl.constexpr = False, TM_W: tl.constexpr = 0,
     ROW_DIV: tl.constexpr = 1, TM_DIV: tl.constexpr = 1, INTERIOR: tl.constexpr = False,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, EXACT_T: tl.constexpr = False,
 ):
     """One program: BLOCK_N lanes x one time segment (PHASE 0: the whole row). ``TM_W`` > 0: a
     time-major lanes tile on that many warps (``scan.tm_lanes_scan``; time-major storage of one
@@ -60,9 +61,12 @@ def forward_kernel(
     has no masked step and reads every flag at t - 1, so its program runs the chunk with
     the pointers moved to the segment's first step and T the constant 2 BLOCK_T (a
     multiple of 16: Triton keeps the vector accesses): its times are constants and the
-    tests against T and 0 fold away (as in ``backward.td_lambda_kernel``)."""
+    tests against T and 0 fold away (as in ``backward.td_lambda_kernel``). ``EXACT_T``
+    (``launch._exact_t``): a single pass whose one chunk is exactly the row, so T is the
+    constant BLOCK_T and the segment 0 (as in the backward kernels)."""
     # the divisibility of T and the row strides (launch._row_div), for vector accesses
     T = aligned(T, ROW_DIV)
+    T = exact_t(T, BLOCK_T, EXACT_T, PHASE, ONE_CHUNK)
     s_x_n = aligned(s_x_n, ROW_DIV)
     s_d_n = aligned(s_d_n, ROW_DIV)
     s_g_n = aligned(s_g_n, ROW_DIV)
@@ -78,7 +82,7 @@ def forward_kernel(
     grid_dependency(PHASE, PDL)  # (launch._PDL: before any load)
     lanes, seg, n_segs, n_chunks = program_tile(R * F, T, SEG, state_ptr, BLOCK_N, BLOCK_T, PHASE, False, TIME_MAJOR,
                                                 SEG_FLIP=SEG_FLIP, TM_LANES=TM_W > 0)
-    if segment_zero(PHASE, BLOCK_T, TIME_MAJOR, TM_W == 0):  # (every tile of at most 8 steps but the lanes)
+    if EXACT_T or segment_zero(PHASE, BLOCK_T, TIME_MAJOR, TM_W == 0):  # (every tile of at most 8 steps but the lanes)
         seg = 0
     if ONE_CHUNK:  # static one-trip loop (see backward.py)
         n_chunks = 1

@@ -2592,6 +2592,8 @@ _EXACT_T = True
 # mixed again (4096 x 512 6.8 -> 6.4, but 16384 x 128 7.1 -> 7.3, as in session 28).
 _EXACT_T_FORMS = frozenset({"td_lambda", "discounted_returns", "vtrace", "retrace"})
 _EXACT_T_MAX_T = {"vtrace": 128}
+# ... and on the time-major lanes tiles of whole rows (Plan.tm_lanes), these forms' kernels
+_EXACT_T_TM_LANES = frozenset({"td_lambda", "discounted_returns"})
 
 
 def _exact_t(pl: Plan, T: int, form: str) -> bool:
@@ -2601,9 +2603,9 @@ def _exact_t(pl: Plan, T: int, form: str) -> bool:
     ``_EXACT_T``): one pass whose one chunk is exactly the row, batch-major storage (TD(lambda)'s
     kernel: the time-major lanes tiles too), for the forms of ``_EXACT_T_FORMS`` on rows of at
     most their ``_EXACT_T_MAX_T`` steps."""
-    if not _EXACT_T or form not in _EXACT_T_FORMS or T > _EXACT_T_MAX_T.get(form, T):
+    if not _EXACT_T or pl.time_major or T > _EXACT_T_MAX_T.get(form, T):
         return False
-    if pl.time_major or (pl.tm_lanes and form not in ("td_lambda", "discounted_returns")):
+    if form not in (_EXACT_T_TM_LANES if pl.tm_lanes else _EXACT_T_FORMS):
         return False
     return pl.segments == 1 and pl.seg_len == pl.block_t == T
 
@@ -2703,7 +2705,7 @@ def run_backward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tenso
         meta = {**meta, "MAP_REDUCE": True}
     if kind in ("gae", "vtrace", "retrace"):
         meta = {**meta, "INTERIOR": _interior(pl, meta)}
-    if kind in ("vtrace", "retrace"):
+    if kind in ("gae", "vtrace", "retrace"):
         meta = {**meta, "EXACT_T": _exact_t(pl, T, split_form)}
     if kind == "gae":
         adv = _output(p, caller, like)
@@ -2829,6 +2831,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
     if pl.tm_lanes:
         meta["TM_W"] = pl.num_warps
     meta["INTERIOR"] = _interior(pl, meta, forward=True)
+    meta["EXACT_T"] = _exact_t(pl, T, "forward")
     meta = _with_register_caps(meta, pl, "forward", R * F, p.device)
     _launch(forward_kernel, R * F, T, pl, args, meta, p.dtype, p.device)
     return (out,)
