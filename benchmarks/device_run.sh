@@ -100,6 +100,7 @@
 #   s54-g4-bounds, ~4 min: session 54's rule (GAE's [4, 128] where 4 divides the rows): its GPU
 #   tests, then an A/B at and past its bounds (off / the rule before / shipped / below 86K);
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
+#   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-exact, ~7 min: EXACT_T for GAE's kernel (time-major lanes tiles) and the forward kernel
 #   (those and batch-major whole rows): its GPU tests, then an A/B of off / on;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
@@ -831,6 +832,15 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
         base x="$x"
       variants_ab s55_exact_bm 150 traces,prefix_sum 512x2048,512x4096,4096x512,4096x2048,16384x128,32768x64,512x512,4096x128 \
         base x="$x" ;;
+    s55-fwd512)
+      # the forward kernel's whole 512-step time-major lanes rows (none as shipped: traces 4096 x
+      # 512 10.7 -> 15.0 in session 31, 184 bytes of spills a thread; with EXACT_T none, 936 ->
+      # 568 SASS a thread, Triton 3.6): as shipped / EXACT_T (x) / x with the tile on 0.03 to
+      # 1.5 programs of 64 rows an SM (x512), time-major traces and prefix sums
+      x='$a _EXACT_T_FORMS, _EXACT_T_TM_LANES = _EXACT_T_FORMS | {"forward"}, _EXACT_T_TM_LANES | {"gae", "forward"}'
+      t512='$a _TM_LANES_TILES["forward"] = {**_TM_LANES_TILES["forward"], 512: TmLanesTile(0.03, 1.5, 16, **_TM_NARROW_ONLY)}'
+      variants_ab s55_fwd512 200 traces_tm,prefix_sum_tm 256x512,1024x512,2048x512,4096x512,6144x512,8192x512,12288x512,4096x300,4096x400 \
+        base x="$x" x512="$x"$'\n'"$t512" ;;
     s51-bounds)
       # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
       # at its new bounds, against off; then the GPU tests of the shipped bounds
