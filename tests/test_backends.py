@@ -2483,10 +2483,11 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
     rows, every bootstrap form, Retrace in both algebras), batch-major or time-major. TD(lambda)'s
     kernel takes it on batch-major storage and the time-major lanes tiles; V-trace (rows of at
     most 128 steps, ``_EXACT_T_MAX_T``) and Retrace's sampled form on batch-major storage only;
-    Retrace's action form (the same kernel) and GAE never. The time-major tiles, rows of 100 steps (a padded
-    chunk) and split rows do not take it. ``triton-3.6``: the tile forms the H200's Triton takes
-    (two-level group scan, lanes tiles from any number of programs, descending tiles of up to
-    8 steps, narrow time-major lanes tiles)."""
+    Retrace's action form (the same kernel) never, GAE as test_exact_t_more says. The
+    time-major tiles, rows of 100 steps (a padded chunk) and split rows do not take it.
+    ``triton-3.6``: the tile forms the H200's Triton takes (two-level group scan, lanes tiles
+    from any number of programs, descending tiles of up to 8 steps, narrow time-major lanes
+    tiles)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     if forms == "triton-3.6":
