@@ -101,6 +101,7 @@
 #   tests, then an A/B at and past its bounds (off / the rule before / shipped / below 86K);
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
+#   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
 #   s55-exact, ~7 min: EXACT_T for GAE's kernel (time-major lanes tiles) and the forward kernel
 #   (those and batch-major whole rows): its GPU tests, then an A/B of off / on;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
@@ -841,6 +842,14 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       t512='$a _TM_LANES_TILES["forward"] = {**_TM_LANES_TILES["forward"], 512: TmLanesTile(0.03, 1.5, 16, **_TM_NARROW_ONLY)}'
       variants_ab s55_fwd512 200 traces_tm,prefix_sum_tm 256x512,1024x512,2048x512,4096x512,6144x512,8192x512,12288x512,4096x300,4096x400 \
         base x="$x" x512="$x"$'\n'"$t512" ;;
+    s55-verify)
+      # session 55's adopted EXACT_T of the forward kernel and its 512-step time-major lanes
+      # tile: the GPU tests of EXACT_T and the long time-major lanes tiles, then an A/B of
+      # _ab/s55/base (4d07a43, carried) against this tree
+      gpu_tests 240 "exact_t or tm_long_tiles" gpu_s55_verify.log
+      timeout 200 python3 benchmarks/ab.py _ab/s55/base . --est traces_tm,prefix_sum_tm,traces,prefix_sum \
+        --shapes 4096x128,16384x128,32768x64,4096x512,2048x512,8192x512,512x2048,512x4096,16384x512 2>&1 \
+        | tee "$OUT/ab_s55_verify.txt" ;;
     s51-bounds)
       # the rule fitted to s51-rule (GAE from 86K elements; V-trace from 192 rows above 704 steps)
       # at its new bounds, against off; then the GPU tests of the shipped bounds

@@ -2146,6 +2146,10 @@ _TM_LONG_CASES = [
     ("prefix_sum", (45, 160), {}, (256, 8)),
     ("td_lambda", (65, 512), {}, None),
     ("discounted_returns", (65, 512), {"bootstrap": "bootstrap_values"}, None),
+    ("traces", (45, 512), {"flags": "both"}, (512, 16)),
+    ("prefix_sum", (64, 512), {}, (512, 16)),
+    ("traces", (40, 400), {}, None),  # (the forward kernel's 512-step tile: exactly 512 steps)
+    ("prefix_sum", (65, 512), {}, None),
 ]
 
 
@@ -2157,7 +2161,8 @@ def test_tm_long_tiles(monkeypatch, poisoned):
     against the float64 reference with outputs poisoned, on 2 SMs, row counts that leave the
     last program part empty, rows padded inside the tile, several bootstrap forms and
     truncations; discounted returns to the window edge by their own bounds (``edge``), with
-    per-step bootstrap values by TD(lambda)'s, past which the time-major tiles run."""
+    per-step bootstrap values by TD(lambda)'s, past which the time-major tiles run; the
+    forward kernel's 512-step tile on rows of exactly 512 steps only (``exact``)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
@@ -2443,9 +2448,10 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
     the H200's 132 SMs, as timed (programs of 64 rows an SM): TD(lambda)'s 256-step tile 0.03 to
     1.5 (193 to 12672 rows), its 512-step tile 0.1 to 0.75 (833 to 6336 rows), both 0.03 to 1.5
     for discounted returns to the window edge (``edge``); GAE's 256-step tile 0.03 to 1 (193 to
-    8448 rows), the forward kernel's 0.1 to 0.5 (833 to 4224 rows); none for GAE's and the
-    forward kernel's 512-step rows or V-trace, and none on Triton 3.8 (``_TM_LANES_NARROW``
-    off); the 128-step tiles' edge bound is still none."""
+    8448 rows), the forward kernel's 0.1 to 0.5 (833 to 4224 rows) and its 512-step tile
+    0.2 to 0.75 (1665 to 6336 rows) on rows of exactly 512 steps only (``exact``); none for
+    GAE's 512-step rows or V-trace, and none on Triton 3.8 (``_TM_LANES_NARROW`` off); the
+    128-step tiles' edge bound is still none."""
     from rltriton.kernels import launch
 
     monkeypatch.setattr(launch, "_DEFAULT_SMS", 132)
@@ -2464,7 +2470,10 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
             ("gae", 192, 256, False, None), ("gae", 4096, 512, False, None),
             ("forward", 833, 256, False, 256), ("forward", 832, 256, False, None),
             ("forward", 4224, 256, False, 256), ("forward", 4225, 256, False, None),
-            ("forward", 2048, 512, False, None), ("vtrace", 4096, 256, False, None),
+            ("forward", 2048, 512, False, 512), ("forward", 1665, 512, False, 512),
+            ("forward", 1664, 512, False, None), ("forward", 6336, 512, False, 512),
+            ("forward", 6337, 512, False, None), ("forward", 4096, 511, False, None),
+            ("forward", 4096, 300, False, None), ("vtrace", 4096, 256, False, None),
             ("retrace", 4096, 256, False, None), ("td_lambda", 100000, 128, True, 128)]:
         pl = launch.plan_for(R, T, cpu, time_major=True, form=form, tm_lanes_edge=edge)
         expect = tile if (narrow or tile == 128) else None
@@ -2559,11 +2568,13 @@ def test_exact_t_more(name, forms, monkeypatch, poisoned):
     constant BLOCK_T on one pass whose one chunk is exactly the row, where ``launch._exact_t``
     gives it (``shipped``: the form in ``_EXACT_T_FORMS`` for batch-major storage,
     ``_EXACT_T_TM_LANES`` for the time-major lanes tiles; ``every``: both sets widened to
-    the form, so the kernel code runs whatever the planner ships): against the float64
-    reference, outputs poisoned, every bootstrap form, truncations and terminations, on whole
-    rows of 16, 64 and 128 steps (several rows a program, a last program part empty),
-    batch-major and on the time-major lanes tiles (from any number of programs, narrow ones
-    as on Triton 3.6 too); rows of 100 steps (a padded chunk) and split rows never take it."""
+    the form and no bound on the rows a program, so the kernel code runs whatever the planner
+    ships; the forward kernel's batch-major tiles take it as shipped on at most
+    ``_EXACT_T_MAX_ROWS`` rows a program): against the float64 reference, outputs poisoned,
+    every bootstrap form, truncations and terminations, on whole rows of 16, 64 and 128 steps
+    (several rows a program, a last program part empty), batch-major and on the time-major
+    lanes tiles (from any number of programs, narrow ones as on Triton 3.6 too); rows of 100
+    steps (a padded chunk) and split rows never take it."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     form = "gae" if name == "gae" else "forward"
@@ -2574,10 +2585,20 @@ def test_exact_t_more(name, forms, monkeypatch, poisoned):
         f: {bt: t._replace(min_programs=0.0) for bt, t in tiles.items()}
         for f, tiles in poisoned._TM_LANES_TILES.items()})
 
-    def expect(tm_lanes: bool) -> bool:
-        return form in (poisoned._EXACT_T_TM_LANES if tm_lanes else poisoned._EXACT_T_FORMS)
+    if forms == "every":
+        monkeypatch.setattr(poisoned, "_EXACT_T_MAX_ROWS", {})
+    rows_seen: list = []
 
-    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major, pl.tm_lanes))
+    def expect(tm_lanes: bool) -> bool:
+        if tm_lanes:
+            return form in poisoned._EXACT_T_TM_LANES
+        return form in poisoned._EXACT_T_FORMS and rows_seen[-1] <= poisoned._EXACT_T_MAX_ROWS.get(form, 1 << 30)
+
+    def record(pl, kw):
+        rows_seen.append(pl.block_n)
+        return kw.get("EXACT_T"), pl.time_major, pl.tm_lanes
+
+    seen = plans_used(monkeypatch, poisoned, record)
     try:
         for narrow in (False, True):
             monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", narrow)
@@ -2589,7 +2610,7 @@ def test_exact_t_more(name, forms, monkeypatch, poisoned):
                     seen.clear()
                     check_short_row_forms(name, [shape], monkeypatch, poisoned, time_major=time_major)
                     assert seen and all(not tm and flag is expect(lanes) and lanes is time_major
-                                        for flag, tm, lanes in seen), (shape, time_major, seen)
+                                        for flag, tm, lanes in seen), (shape, time_major, seen, rows_seen)
         for time_major in (False, True):
             poisoned.clear_caches()
             seen.clear()

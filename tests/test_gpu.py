@@ -683,15 +683,18 @@ def test_exact_t_more(shape, time_major, bootstrap, name, forms, monkeypatch, po
     """``EXACT_T`` in GAE's kernel and the forward kernel (traces, prefix sums): T as the
     constant BLOCK_T on one pass of whole rows of exactly a chunk, where ``launch._exact_t``
     gives it (``shipped``: ``_EXACT_T_FORMS`` for batch-major storage, ``_EXACT_T_TM_LANES``
-    for the time-major lanes tiles; ``every``: both widened to the form); 100-step rows and
+    for the time-major lanes tiles, at most ``_EXACT_T_MAX_ROWS`` rows a program on
+    batch-major tiles; ``every``: both widened to the form, no row bound); 100-step rows and
     the time-major tiles of 32768 x 128 never take it: against the float64 reference, a
     bootstrap form a shape, truncations and terminations, outputs poisoned."""
     form = "gae" if name == "gae" else "forward"
     if forms == "every":
         monkeypatch.setattr(poisoned, "_EXACT_T_FORMS", poisoned._EXACT_T_FORMS | {form})
         monkeypatch.setattr(poisoned, "_EXACT_T_TM_LANES", poisoned._EXACT_T_TM_LANES | {form})
+        monkeypatch.setattr(poisoned, "_EXACT_T_MAX_ROWS", {})
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major, pl.tm_lanes,
-                                                             pl.segments, pl.seg_len == pl.block_t == shape[1]))
+                                                             pl.segments, pl.seg_len == pl.block_t == shape[1],
+                                                             pl.block_n))
     poisoned.clear_caches()
     try:
         case = make_case(name, shape, seed=shape[0] + 11, bootstrap=bootstrap)
@@ -700,9 +703,10 @@ def test_exact_t_more(shape, time_major, bootstrap, name, forms, monkeypatch, po
         else:
             case = on_gpu(case)
             _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T")
-        flag, tm, lanes, segments, whole = seen[-1]
+        flag, tm, lanes, segments, whole, rows = seen[-1]
         sets = poisoned._EXACT_T_TM_LANES if lanes else poisoned._EXACT_T_FORMS
-        assert flag is (not tm and segments == 1 and whole and form in sets), seen
+        rows_ok = lanes or rows <= poisoned._EXACT_T_MAX_ROWS.get(form, rows)
+        assert flag is (not tm and segments == 1 and whole and form in sets and rows_ok), seen
         assert shape[1] != 100 and shape != (32768, 128) or not flag, seen
     finally:
         poisoned.clear_caches()
@@ -944,6 +948,11 @@ _TM_LONG_GPU = [
     ("traces", (4096, 256), {}, (256, 8)),
     ("prefix_sum", (1000, 160), {}, (256, 8)),
     ("traces", (8192, 256), {}, None),
+    ("traces", (4096, 512), {"flags": "both"}, (512, 16)),
+    ("prefix_sum", (2001, 512), {}, (512, 16)),
+    ("traces", (6300, 512), {"dtype": torch.bfloat16}, (512, 16)),
+    ("traces", (4096, 400), {}, None),
+    ("prefix_sum", (8192, 512), {}, None),
 ]
 
 
@@ -955,8 +964,9 @@ def test_tm_long_tiles(k, monkeypatch, poisoned):
     32 warps, Triton < 3.7) within each form's bounds, discounted returns to the window edge by
     their own: against the float64 reference with outputs poisoned, row counts that are no
     multiple of the tile,
-    rows padded inside it, bfloat16 inputs, truncations; past the bounds, for GAE's 512-step
-    rows, and on Triton 3.7 or later the time-major tiles run."""
+    rows padded inside it (not the forward kernel's 512-step tile, ``exact``), bfloat16 inputs,
+    truncations; past the bounds, for GAE's 512-step rows, padded rows of the forward kernel's
+    512-step tile, and on Triton 3.7 or later the time-major tiles run."""
     from rltriton.kernels import launch
 
     name, shape, kwargs, tile = _TM_LONG_GPU[k]

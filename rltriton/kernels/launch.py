@@ -1105,7 +1105,10 @@ class TmLanesTile(NamedTuple):
     programs are at most ``narrow`` an SM. ``edge``: the bounds (programs an SM, as
     ``min_programs`` and ``max_programs``) for discounted returns to the window edge
     (``_DR_TM_LANES_ANY``); None: ``min_programs`` and no upper bound. ``narrow_only``: taken
-    as the narrow tiles only (``_TM_LANES_NARROW``, Triton < 3.7), never on 64-row programs."""
+    as the narrow tiles only (``_TM_LANES_NARROW``, Triton < 3.7), never on 64-row programs.
+    ``exact``: taken only by rows of exactly ``steps`` x threads' steps (the tile's length), whose
+    kernel then takes T as a constant (``_EXACT_T_TM_LANES``); a padded row keeps the tiles
+    before."""
 
     min_programs: float
     max_programs: float
@@ -1114,6 +1117,7 @@ class TmLanesTile(NamedTuple):
     narrow: float = 0.0
     edge: tuple[float, float] | None = None
     narrow_only: bool = False
+    exact: bool = False
 
 
 def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
@@ -1214,6 +1218,15 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #     16.4 -> 23.3, 512 x 512 5.6 -> 11.1) and traces everywhere (4096 x 512 10.7 -> 15.0): none.
 #   V-trace and Retrace (the lagged scan) were not timed on them. The forward kernel's tile
 #   serves the episodic prefix sums too, timed on traces only.
+# - The forward kernel's whole 512-step rows (session 55): with T the constant 512
+#   (_EXACT_T_TM_LANES) its [32, 512] tile on 32 warps holds 64 registers and no spills (936 ->
+#   568 SASS a thread and 184 -> 0 bytes of stack, Triton 3.6), where a padded row spills as
+#   before, so rows of exactly 512 steps only (``exact``). H100, Triton 3.6, time-major, device
+#   us (benchmarks/ab.py, 2026-12-07-h100-s55-fwd512.txt), the time-major tiles -> this tile,
+#   traces / prefix sums: 2048 x 512 7.9 -> 5.2 / 7.6 -> 6.0, 4096 x 512 10.2 -> 6.2 / 10.3 ->
+#   7.2, 6144 x 512 11.4 -> 10.1 / 12.0 -> 11.8; 1024 x 512 5.7 -> 5.1 / 5.5 -> 5.7, 256 x 512
+#   3.5 -> 4.7, 8192 x 512 13.8 -> 14.8 / 14.3 -> 17.8, 4096 x 300 and x 400 (padded) 9.4 -> 13.1
+#   and 15.1: hence 0.2 to 0.75 programs of 64 rows an SM (1665-6336 rows on 132 SMs).
 _TM_LONG_MIN_PROGRAMS = 0.03  # 4 programs of 64 rows on 132 SMs (193 rows)
 _TM_SHORT_K = {8: 4, 16: 4, 32: 4}
 _TM_NARROW_ONLY = dict(narrow=float("inf"), narrow_only=True)  # 32 rows a program, Triton < 3.7 only
@@ -1233,9 +1246,10 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
                          128: _TM_LAGGED_128}),
     "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4, 128: 8}, {64: dict(narrow=2.0), 128: _TM_LAGGED_128}),
     "retrace_actions": _tm_tiles({32: 4, 64: 4}, min_programs=0.75),
-    "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8},
+    "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8, 512: 16},
                          {128: dict(max_programs=2.0, narrow=1.0),
-                          256: dict(min_programs=0.1, max_programs=0.5, **_TM_NARROW_ONLY)}),
+                          256: dict(min_programs=0.1, max_programs=0.5, **_TM_NARROW_ONLY),
+                          512: dict(min_programs=0.2, max_programs=0.75, exact=True, **_TM_NARROW_ONLY)}),
 }
 
 
@@ -1270,7 +1284,7 @@ def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, edge: bool = Fals
     3.7)."""
     p2 = _next_pow2(max(T, 1))
     tile = _TM_LANES_TILES.get(form, {}).get(p2)  # (form None: no entry)
-    if not _TM_LANES or tile is None:
+    if not _TM_LANES or tile is None or (tile.exact and T != p2):
         return None
     programs = _cdiv(R, _TM_LANES_ROWS)
     lo, hi = tile.min_programs, tile.max_programs
@@ -2592,20 +2606,39 @@ _EXACT_T = True
 # mixed again (4096 x 512 6.8 -> 6.4, but 16384 x 128 7.1 -> 7.3, as in session 28).
 _EXACT_T_FORMS = frozenset({"td_lambda", "discounted_returns", "vtrace", "retrace"})
 _EXACT_T_MAX_T = {"vtrace": 128}
-# ... and on the time-major lanes tiles of whole rows (Plan.tm_lanes), these forms' kernels
-_EXACT_T_TM_LANES = frozenset({"td_lambda", "discounted_returns"})
+# ... and on the time-major lanes tiles of whole rows (Plan.tm_lanes), these forms' kernels.
+# Session 55 gave GAE's kernel and the forward kernel (traces, prefix sums) EXACT_T too. SASS a
+# thread (Triton 3.6, benchmarks/sass_counts.py), without -> with: the forward kernel's
+# time-major lanes tiles [64, 128] 640 -> 456, [32, 128] 512 -> 336, [64, 64] 616 -> 440,
+# [32, 256] 528 -> 336; its batch-major [1, 2048] 376 -> 320, [1, 512] 192 -> 160, [16, 128]
+# 264 -> 224; GAE [64, 128] 720 -> 688, [32, 128] 656 -> 520. H100, Triton 3.6, device us
+# (benchmarks/ab.py, `device_run.sh s55-exact`, 2026-12-07-h100-s55-exact-tm.txt, -bm.txt),
+# without -> with: time-major traces 16384 x 128 6.1 -> 4.9, 4096 x 128 3.3 -> 2.8, 4096 x 256
+# 4.9 -> 4.1, 32768 x 64 5.1 -> 4.6, prefix sums 16384 x 128 6.1 -> 5.0, 32768 x 64 5.2 -> 4.4,
+# none of 15 shapes slower; batch-major traces 512 x 4096 5.8 -> 5.5, 4096 x 512 4.7 -> 4.4,
+# 512 x 2048 3.3 -> 3.1, 4096 x 128 ([8, 128]) 2.4 -> 2.3, but 16384 x 128 ([16, 128]) 4.5 ->
+# 4.6 and prefix sums 32768 x 64 ([32, 64]) 4.3 -> 4.5, hence at most _EXACT_T_MAX_ROWS rows a
+# program there. GAE on the time-major lanes tiles was mixed (4096 x 128 3.9 -> 3.7, 16384 x 128
+# 11.5 -> 11.1, 4096 x 256 6.7 -> 6.1, but 8192 x 128 5.8 -> 6.0, 16384 x 64 5.0 -> 5.2, 32768 x 8
+# 2.4 -> 2.6) and keeps the runtime T (its kernel takes EXACT_T, tested, off).
+_EXACT_T_TM_LANES = frozenset({"td_lambda", "discounted_returns", "forward"})
+_EXACT_T_FORMS = _EXACT_T_FORMS | {"forward"}
+_EXACT_T_MAX_ROWS = {"forward": 8}  # rows a program at most, batch-major
 
 
 def _exact_t(pl: Plan, T: int, form: str) -> bool:
     """Whether a call of the kernel form ``form`` (``split_form`` of :func:`run_backward`: TD(lambda)
     and discounted returns apart, Retrace's action form as ``retrace_actions``) on plan ``pl``
     takes T as the constant BLOCK_T and its segment as 0 (the kernels' ``EXACT_T``,
-    ``_EXACT_T``): one pass whose one chunk is exactly the row, batch-major storage (TD(lambda)'s
-    kernel: the time-major lanes tiles too), for the forms of ``_EXACT_T_FORMS`` on rows of at
-    most their ``_EXACT_T_MAX_T`` steps."""
+    ``_EXACT_T``): one pass whose one chunk is exactly the row, for the forms of
+    ``_EXACT_T_FORMS`` on batch-major storage (at most their ``_EXACT_T_MAX_ROWS`` rows a
+    program) and of ``_EXACT_T_TM_LANES`` on the time-major lanes tiles, on rows of at most
+    their ``_EXACT_T_MAX_T`` steps."""
     if not _EXACT_T or pl.time_major or T > _EXACT_T_MAX_T.get(form, T):
         return False
     if form not in (_EXACT_T_TM_LANES if pl.tm_lanes else _EXACT_T_FORMS):
+        return False
+    if not pl.tm_lanes and pl.block_n > _EXACT_T_MAX_ROWS.get(form, pl.block_n):
         return False
     return pl.segments == 1 and pl.seg_len == pl.block_t == T
 
