@@ -2483,6 +2483,18 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
             assert (pl.block_n, pl.num_warps) == (32, 32), (form, R, T, pl)
 
 
+def _split_never_exact(name: str, monkeypatch, launch, seen: list) -> None:
+    """``name`` on 3 rows of 64 steps split in time (two passes, small tiles forced): no launch
+    takes ``EXACT_T`` (``seen``: :func:`plans_used`'s records, the flag first)."""
+    launch.clear_caches()
+    use_small_tiles(monkeypatch, launch, split=True)
+    monkeypatch.setattr(launch, "_ROW_LANES", False)  # (lanes tiles are whole rows)
+    splits = launches_used(monkeypatch, launch)
+    seen.clear()
+    check(make_case(name, (3, 64), seed=6), "triton")  # split in time: two passes
+    assert not any(rec[0] for rec in seen) and len(splits[-1]) == 2, (seen, splits[-1])
+
+
 @pytest.mark.parametrize("forms", ["installed", "triton-3.6"])
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns", "vtrace", "retrace"])
 def test_exact_t(name, forms, monkeypatch, poisoned):
@@ -2542,13 +2554,7 @@ def test_exact_t(name, forms, monkeypatch, poisoned):
             seen.clear()
             check(make_case(name, (40, 100), seed=8, time_major=True), "triton")
             assert seen == [(False, False, 128 in lane_tiles)], seen
-        poisoned.clear_caches()
-        use_small_tiles(monkeypatch, poisoned, split=True)
-        monkeypatch.setattr(poisoned, "_ROW_LANES", False)  # (lanes tiles are whole rows)
-        splits = launches_used(monkeypatch, poisoned)
-        seen.clear()
-        check(make_case(name, (3, 64), seed=6), "triton")  # split in time: two passes
-        assert not any(flag for flag, _, _ in seen) and len(splits[-1]) == 2, (seen, splits[-1])
+        _split_never_exact(name, monkeypatch, poisoned, seen)
         seen.clear()
         check(make_case("gae", (5, 64), seed=7), "triton")
         assert seen == [("gae" in poisoned._EXACT_T_FORMS, False, False)], seen
@@ -2587,18 +2593,14 @@ def test_exact_t_more(name, forms, monkeypatch, poisoned):
 
     if forms == "every":
         monkeypatch.setattr(poisoned, "_EXACT_T_MAX_ROWS", {})
-    rows_seen: list = []
 
-    def expect(tm_lanes: bool) -> bool:
+    def expect(tm_lanes: bool, rows: int) -> bool:
         if tm_lanes:
             return form in poisoned._EXACT_T_TM_LANES
-        return form in poisoned._EXACT_T_FORMS and rows_seen[-1] <= poisoned._EXACT_T_MAX_ROWS.get(form, 1 << 30)
+        return form in poisoned._EXACT_T_FORMS and rows <= poisoned._EXACT_T_MAX_ROWS.get(form, rows)
 
-    def record(pl, kw):
-        rows_seen.append(pl.block_n)
-        return kw.get("EXACT_T"), pl.time_major, pl.tm_lanes
-
-    seen = plans_used(monkeypatch, poisoned, record)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (kw.get("EXACT_T"), pl.time_major, pl.tm_lanes,
+                                                             pl.block_n))
     try:
         for narrow in (False, True):
             monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", narrow)
@@ -2609,20 +2611,14 @@ def test_exact_t_more(name, forms, monkeypatch, poisoned):
                     poisoned.clear_caches()
                     seen.clear()
                     check_short_row_forms(name, [shape], monkeypatch, poisoned, time_major=time_major)
-                    assert seen and all(not tm and flag is expect(lanes) and lanes is time_major
-                                        for flag, tm, lanes in seen), (shape, time_major, seen, rows_seen)
+                    assert seen and all(not tm and flag is expect(lanes, rows) and lanes is time_major
+                                        for flag, tm, lanes, rows in seen), (shape, time_major, seen)
         for time_major in (False, True):
             poisoned.clear_caches()
             seen.clear()
             check(make_case(name, (40, 100), seed=8, time_major=time_major), "triton")
-            assert seen and not any(flag for flag, _, _ in seen), seen
-        poisoned.clear_caches()
-        use_small_tiles(monkeypatch, poisoned, split=True)
-        monkeypatch.setattr(poisoned, "_ROW_LANES", False)  # (lanes tiles are whole rows)
-        splits = launches_used(monkeypatch, poisoned)
-        seen.clear()
-        check(make_case(name, (3, 64), seed=6), "triton")  # split in time: two passes
-        assert not any(flag for flag, _, _ in seen) and len(splits[-1]) == 2, (seen, splits[-1])
+            assert seen and not any(rec[0] for rec in seen), seen
+        _split_never_exact(name, monkeypatch, poisoned, seen)
     finally:
         poisoned.clear_caches()
 

@@ -640,6 +640,17 @@ def test_loop_tiles(shape, bootstrap, monkeypatch, poisoned):
         poisoned.clear_caches()
 
 
+def _compare_exact_t(case: Case, time_major: bool) -> None:
+    """``case`` (on the CPU) against its outputs in float64 on the torch backend, stored
+    time-major on the GPU or batch-major there (the tests of ``launch._EXACT_T``)."""
+    what = f"{case.name} {tuple(case.args[0].shape)} exact T"
+    if time_major:
+        _compare_time_major(case, as_f64(case)(backend="torch"), f"{what}, time-major")
+    else:
+        case = on_gpu(case)
+        _compare(case, as_f64(case)(backend="torch"), what)
+
+
 @pytest.mark.parametrize("name", ["td_lambda", "discounted_returns", "vtrace", "retrace"])
 @pytest.mark.parametrize("shape, time_major, exact, bootstrap", [
     ((4096, 512), False, True, "none"), ((16384, 128), False, True, "next_values"),
@@ -659,12 +670,7 @@ def test_exact_t(shape, time_major, exact, bootstrap, name, monkeypatch, poisone
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: kw.get("EXACT_T"))
     poisoned.clear_caches()
     try:
-        case = make_case(name, shape, seed=shape[0] + 7, bootstrap=bootstrap)
-        if time_major:
-            _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T, time-major")
-        else:
-            case = on_gpu(case)
-            _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T")
+        _compare_exact_t(make_case(name, shape, seed=shape[0] + 7, bootstrap=bootstrap), time_major)
         assert seen[-1] is exact, seen
     finally:
         poisoned.clear_caches()
@@ -697,12 +703,7 @@ def test_exact_t_more(shape, time_major, bootstrap, name, forms, monkeypatch, po
                                                              pl.block_n))
     poisoned.clear_caches()
     try:
-        case = make_case(name, shape, seed=shape[0] + 11, bootstrap=bootstrap)
-        if time_major:
-            _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T, time-major")
-        else:
-            case = on_gpu(case)
-            _compare(case, as_f64(case)(backend="torch"), f"{name} {shape} exact T")
+        _compare_exact_t(make_case(name, shape, seed=shape[0] + 11, bootstrap=bootstrap), time_major)
         flag, tm, lanes, segments, whole, rows = seen[-1]
         sets = poisoned._EXACT_T_TM_LANES if lanes else poisoned._EXACT_T_FORMS
         rows_ok = lanes or rows <= poisoned._EXACT_T_MAX_ROWS.get(form, rows)

@@ -2604,7 +2604,7 @@ _EXACT_T = True
 # 8192 x 128 4.7 -> 4.5 and 4.6, 16384 x 128 9.8 -> 9.6, 9.9 -> 9.8; Retrace 4096 x 512 12.9 ->
 # 12.6, 12.8 -> 12.7, 8192 x 128 4.9 -> 4.8 twice; TD(lambda) within 0.1. GAE stays without it:
 # mixed again (4096 x 512 6.8 -> 6.4, but 16384 x 128 7.1 -> 7.3, as in session 28).
-_EXACT_T_FORMS = frozenset({"td_lambda", "discounted_returns", "vtrace", "retrace"})
+_EXACT_T_FORMS = frozenset({"td_lambda", "discounted_returns", "vtrace", "retrace", "forward"})  # (forward: below)
 _EXACT_T_MAX_T = {"vtrace": 128}
 # ... and on the time-major lanes tiles of whole rows (Plan.tm_lanes), these forms' kernels.
 # Session 55 gave GAE's kernel and the forward kernel (traces, prefix sums) EXACT_T too. SASS a
@@ -2622,7 +2622,6 @@ _EXACT_T_MAX_T = {"vtrace": 128}
 # 11.5 -> 11.1, 4096 x 256 6.7 -> 6.1, but 8192 x 128 5.8 -> 6.0, 16384 x 64 5.0 -> 5.2, 32768 x 8
 # 2.4 -> 2.6) and keeps the runtime T (its kernel takes EXACT_T, tested, off).
 _EXACT_T_TM_LANES = frozenset({"td_lambda", "discounted_returns", "forward"})
-_EXACT_T_FORMS = _EXACT_T_FORMS | {"forward"}
 _EXACT_T_MAX_ROWS = {"forward": 8}  # rows a program at most, batch-major
 
 
