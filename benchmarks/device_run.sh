@@ -102,6 +102,8 @@
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
+#   s56-gae512, ~3 min: GAE's whole 512-step time-major rows on a [32, 512] lanes tile with EXACT_T
+#   (16 steps a thread on 32 warps, or 32 on 16), A/B only;
 #   s55-exact, ~7 min: EXACT_T for GAE's kernel (time-major lanes tiles) and the forward kernel
 #   (those and batch-major whole rows): its GPU tests, then an A/B of off / on;
 #   s50-sweep-tm-small (run in session 50, on an H100), ~9 min: every 2-, 4- and 8-row time-major tile, whole rows or split
@@ -842,6 +844,15 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       t512='$a _TM_LANES_TILES["forward"] = {**_TM_LANES_TILES["forward"], 512: TmLanesTile(0.03, 1.5, 16, **_TM_NARROW_ONLY)}'
       variants_ab s55_fwd512 200 traces_tm,prefix_sum_tm 256x512,1024x512,2048x512,4096x512,6144x512,8192x512,12288x512,4096x300,4096x400 \
         base x="$x" x512="$x"$'\n'"$t512" ;;
+    s56-gae512)
+      # GAE's whole 512-step time-major rows on a [32, 512] lanes tile with T constant, as the
+      # forward kernel's (session 55): 16 steps a thread on 32 warps (k16: 64 registers, 184 bytes
+      # of spills, Triton 3.6) or 32 on 16 warps (k32: 128 registers, 96 bytes), on 0.2-0.75
+      # programs an SM, and k16 up to 2 (k16w), against as shipped ([32, 64] chunks, 8 warps)
+      t='$a _TM_LANES_TILES["gae"][512] = TmLanesTile(0.2, MAXP, K, narrow=float("inf"), narrow_only=True, exact=True)\n_EXACT_T_TM_LANES = _EXACT_T_TM_LANES | {"gae"}'
+      k16=${t/K/16}; k32=${t/K/32}
+      variants_ab s56_gae512 300 gae_tm,gae_tm_bv 1024x512,2048x512,4096x512,6144x512,8192x512,16384x512,4096x500 \
+        base k16="${k16/MAXP/0.75}" k32="${k32/MAXP/0.75}" k16w="${k16/MAXP/2.0}" ;;
     s55-verify)
       # session 55's adopted EXACT_T of the forward kernel and its 512-step time-major lanes
       # tile: the GPU tests of EXACT_T and the long time-major lanes tiles, then an A/B of
