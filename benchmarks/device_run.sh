@@ -849,7 +849,7 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       # forward kernel's (session 55): 16 steps a thread on 32 warps (k16: 64 registers, 184 bytes
       # of spills, Triton 3.6) or 32 on 16 warps (k32: 128 registers, 96 bytes), on 0.2-0.75
       # programs an SM, and k16 up to 2 (k16w), against as shipped ([32, 64] chunks, 8 warps)
-      t='$a _TM_LANES_TILES["gae"][512] = TmLanesTile(0.2, MAXP, K, narrow=float("inf"), narrow_only=True, exact=True)\n_EXACT_T_TM_LANES = _EXACT_T_TM_LANES | {"gae"}'
+      t='$a _TM_LANES_TILES["gae"][512] = TmLanesTile(0.2, MAXP, K, exact=True, **_TM_NARROW_ONLY)\n_EXACT_T_TM_LANES = _EXACT_T_TM_LANES | {"gae"}'
       k16=${t/K/16}; k32=${t/K/32}
       variants_ab s56_gae512 300 gae_tm,gae_tm_bv 1024x512,2048x512,4096x512,6144x512,8192x512,16384x512,4096x500 \
         base k16="${k16/MAXP/0.75}" k32="${k32/MAXP/0.75}" k16w="${k16/MAXP/2.0}" ;;
