@@ -102,6 +102,8 @@
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
+#   s57-verify, ~4 min (carries _ab/s57/base): GAE's adopted 512-step tile, GPU tests and A/B;
+#   s57-gae512, ~3 min: s56-gae512's k32 from 256 to 6144 x 512 rows, to find its bounds;
 #   s56-gae512, ~3 min: GAE's whole 512-step time-major rows on a [32, 512] lanes tile with EXACT_T
 #   (16 steps a thread on 32 warps, or 32 on 16), A/B only;
 #   s55-exact, ~7 min: EXACT_T for GAE's kernel (time-major lanes tiles) and the forward kernel
@@ -853,6 +855,20 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       k16=${t/K/16}; k32=${t/K/32}
       variants_ab s56_gae512 300 gae_tm,gae_tm_bv 1024x512,2048x512,4096x512,6144x512,8192x512,16384x512,4096x500 \
         base k16="${k16/MAXP/0.75}" k32="${k32/MAXP/0.75}" k16w="${k16/MAXP/2.0}" ;;
+    s57-verify)
+      # GAE's 512-step time-major lanes tile as adopted (32 steps a thread, 16 warps, EXACT_T,
+      # 0.15-0.5 programs an SM): the GPU tests of the long time-major lanes tiles and EXACT_T,
+      # then an A/B of _ab/s57/base (55d1b4f, carried) against this tree
+      gpu_tests 240 "exact_t or tm_long_tiles" gpu_s57_verify.log
+      timeout 150 python3 benchmarks/ab.py _ab/s57/base . --est gae_tm,gae_tm_bv \
+        --shapes 1024x512,1217x512,2048x512,3000x512,4096x512,4224x512,4608x512,4096x500,4096x256 2>&1 \
+        | tee "$OUT/ab_s57_verify.txt" ;;
+    s57-gae512)
+      # s56-gae512's k32 (32 steps a thread on 16 warps; won 2048 and 4096 x 512, lost 6144) on
+      # 0.03-2 programs an SM, to find its bounds, against as shipped
+      t='$a _TM_LANES_TILES["gae"][512] = TmLanesTile(0.03, 2.0, 32, exact=True, **_TM_NARROW_ONLY)\n_EXACT_T_TM_LANES = _EXACT_T_TM_LANES | {"gae"}'
+      variants_ab s57_gae512 300 gae_tm,gae_tm_bv 256x512,512x512,1024x512,1536x512,2048x512,2560x512,3072x512,3584x512,4096x512,4608x512,5120x512,5632x512,6144x512 \
+        base k32="$t" ;;
     s55-verify)
       # session 55's adopted EXACT_T of the forward kernel and its 512-step time-major lanes
       # tile: the GPU tests of EXACT_T and the long time-major lanes tiles, then an A/B of

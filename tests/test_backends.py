@@ -2150,6 +2150,11 @@ _TM_LONG_CASES = [
     ("prefix_sum", (64, 512), {}, (512, 16)),
     ("traces", (40, 400), {}, None),  # (the forward kernel's 512-step tile: exactly 512 steps)
     ("prefix_sum", (65, 512), {}, None),
+    ("gae", (64, 512), {}, (512, 32)),  # (GAE's 512-step tile: 32 steps a thread, 16 warps, exact)
+    ("gae", (40, 512), {"flags": "both", "bootstrap": "bootstrap_values"}, (512, 32)),
+    ("gae", (50, 512), {"flags": "truncated", "bootstrap": "next_values"}, (512, 32)),
+    ("gae", (65, 512), {}, None),
+    ("gae", (45, 400), {}, None),
 ]
 
 
@@ -2162,20 +2167,26 @@ def test_tm_long_tiles(monkeypatch, poisoned):
     last program part empty, rows padded inside the tile, several bootstrap forms and
     truncations; discounted returns to the window edge by their own bounds (``edge``), with
     per-step bootstrap values by TD(lambda)'s, past which the time-major tiles run; the
-    forward kernel's 512-step tile on rows of exactly 512 steps only (``exact``)."""
+    forward kernel's and GAE's 512-step tiles (GAE's: 32 steps a thread on 16 warps) on rows
+    of exactly 512 steps only (``exact``), with T as a constant (EXACT_T)."""
     if not INTERPRET:
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
     monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", True)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, pl.block_t // pl.num_warps,
-                                                             pl.block_n, pl.num_warps))
+                                                             pl.block_n, pl.num_warps, kw.get("EXACT_T")))
     try:
         poisoned.clear_caches()
         for i, (name, shape, kwargs, tile) in enumerate(_TM_LONG_CASES):
             kwargs = {"flags": "terminated", **kwargs}
             check(make_case(name, shape, seed=40 + i, time_major=True, **kwargs), "triton")
             if tile is not None:
-                assert seen[-1] == (True, *tile, 32, 32), (name, shape, kwargs, seen[-1])
+                bt, k = tile
+                form = "forward" if name in ("traces", "prefix_sum") else name
+                # (EXACT_T: a row of exactly the tile's length, the form's or the tile's)
+                exact = shape[1] == bt and (form in poisoned._EXACT_T_TM_LANES
+                                            or poisoned._TM_LANES_TILES[form][bt].exact)
+                assert seen[-1] == (True, bt, k, 32, bt // k, exact), (name, shape, kwargs, seen[-1])
             else:
                 assert not seen[-1][0], (name, shape, kwargs, seen[-1])
     finally:
@@ -2449,8 +2460,8 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
     1.5 (193 to 12672 rows), its 512-step tile 0.1 to 0.75 (833 to 6336 rows), both 0.03 to 1.5
     for discounted returns to the window edge (``edge``); GAE's 256-step tile 0.03 to 1 (193 to
     8448 rows), the forward kernel's 0.1 to 0.5 (833 to 4224 rows) and its 512-step tile
-    0.2 to 0.75 (1665 to 6336 rows) on rows of exactly 512 steps only (``exact``); none for
-    GAE's 512-step rows or V-trace, and none on Triton 3.8 (``_TM_LANES_NARROW`` off); the
+    0.2 to 0.75 (1665 to 6336 rows) and GAE's 512-step tile 0.15 to 0.5 (1217 to 4224 rows) on
+    rows of exactly 512 steps only (``exact``); none for V-trace, and none on Triton 3.8 (``_TM_LANES_NARROW`` off); the
     128-step tiles' edge bound is still none."""
     from rltriton.kernels import launch
 
@@ -2467,7 +2478,10 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
             ("td_lambda", 12672, 512, True, 512),
             ("td_lambda", 12673, 512, True, None), ("gae", 8448, 256, False, 256),
             ("gae", 8449, 256, False, None), ("gae", 193, 200, False, 256),
-            ("gae", 192, 256, False, None), ("gae", 4096, 512, False, None),
+            ("gae", 192, 256, False, None), ("gae", 4096, 512, False, 512),
+            ("gae", 1217, 512, False, 512), ("gae", 1216, 512, False, None),
+            ("gae", 4224, 512, False, 512), ("gae", 4225, 512, False, None),
+            ("gae", 4096, 511, False, None),
             ("forward", 833, 256, False, 256), ("forward", 832, 256, False, None),
             ("forward", 4224, 256, False, 256), ("forward", 4225, 256, False, None),
             ("forward", 2048, 512, False, 512), ("forward", 1665, 512, False, 512),
@@ -2479,8 +2493,9 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
         expect = tile if (narrow or tile == 128) else None
         got = pl.block_t if pl.tm_lanes else None
         assert got == expect, (form, R, T, edge, pl)
-        if got is not None and got > 128:
-            assert (pl.block_n, pl.num_warps) == (32, 32), (form, R, T, pl)
+        if got is not None and got > 128:  # (GAE's 512-step tile: 32 steps a thread, 16 warps)
+            warps = 16 if (form, got) == ("gae", 512) else 32
+            assert (pl.block_n, pl.num_warps) == (32, warps), (form, R, T, pl)
 
 
 def _split_never_exact(name: str, monkeypatch, launch, seen: list) -> None:

@@ -945,7 +945,12 @@ _TM_LONG_GPU = [
     ("discounted_returns", (64, 512), {}, None),
     ("gae", (4096, 256), {}, (256, 8)),
     ("gae", (8000, 200), {"flags": "both", "bootstrap": "bootstrap_values"}, (256, 8)),
-    ("gae", (4096, 512), {}, None),
+    ("gae", (4096, 512), {}, (512, 32)),
+    ("gae", (1500, 512), {"flags": "both", "bootstrap": "bootstrap_values"}, (512, 32)),
+    ("gae", (3001, 512), {"dtype": torch.bfloat16, "bootstrap": "next_values"}, (512, 32)),
+    ("gae", (4300, 512), {}, None),
+    ("gae", (1200, 512), {}, None),
+    ("gae", (3000, 500), {}, None),
     ("traces", (4096, 256), {}, (256, 8)),
     ("prefix_sum", (1000, 160), {}, (256, 8)),
     ("traces", (8192, 256), {}, None),
@@ -962,23 +967,26 @@ _TM_LONG_GPU = [
 def test_tm_long_tiles(k, monkeypatch, poisoned):
     """Time-major rows of 129 to 512 steps on the time-major lanes tiles of a whole 256- or
     512-step row (launch._TM_LANES_TILES' narrow-only 256- and 512-step tiles: 32 rows a program,
-    32 warps, Triton < 3.7) within each form's bounds, discounted returns to the window edge by
-    their own: against the float64 reference with outputs poisoned, row counts that are no
-    multiple of the tile,
-    rows padded inside it (not the forward kernel's 512-step tile, ``exact``), bfloat16 inputs,
-    truncations; past the bounds, for GAE's 512-step rows, padded rows of the forward kernel's
-    512-step tile, and on Triton 3.7 or later the time-major tiles run."""
+    32 warps, GAE's 512-step tile 16; Triton < 3.7) within each form's bounds, discounted returns
+    to the window edge by their own: against the float64 reference with outputs poisoned, row
+    counts that are no multiple of the tile, rows padded inside it (not the ``exact`` 512-step
+    tiles of the forward kernel and GAE, which take T as a constant), bfloat16 inputs,
+    truncations; past the bounds, padded rows of the forward kernel's and GAE's 512-step tiles
+    and on Triton 3.7 or later the time-major tiles run."""
     from rltriton.kernels import launch
 
     name, shape, kwargs, tile = _TM_LONG_GPU[k]
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, pl.block_t // pl.num_warps,
-                                                             pl.block_n, pl.num_warps))
+                                                             pl.block_n, pl.num_warps, kw.get("EXACT_T")))
     poisoned.clear_caches()
     try:
         case = make_case(name, shape, seed=shape[0] + k, **{"flags": "terminated", **kwargs})
         _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} {kwargs} long tiles")
         if tile is not None and launch._TM_LANES_NARROW:
-            assert seen[-1] == (True, *tile, 32, 32), seen
+            bt, k = tile
+            form = "forward" if name in ("traces", "prefix_sum") else name
+            exact = shape[1] == bt and (form in launch._EXACT_T_TM_LANES or launch._TM_LANES_TILES[form][bt].exact)
+            assert seen[-1] == (True, bt, k, 32, bt // k, exact), seen
         else:
             assert not (seen[-1][0] and seen[-1][1] > 128), seen
     finally:

@@ -1106,9 +1106,9 @@ class TmLanesTile(NamedTuple):
     ``min_programs`` and ``max_programs``) for discounted returns to the window edge
     (``_DR_TM_LANES_ANY``); None: ``min_programs`` and no upper bound. ``narrow_only``: taken
     as the narrow tiles only (``_TM_LANES_NARROW``, Triton < 3.7), never on 64-row programs.
-    ``exact``: taken only by rows of exactly ``steps`` x threads' steps (the tile's length), whose
-    kernel then takes T as a constant (``_EXACT_T_TM_LANES``); a padded row keeps the tiles
-    before."""
+    ``exact``: taken only by rows of exactly the tile's length, whose kernel then takes T as a
+    constant (EXACT_T, whether or not the form is in ``_EXACT_T_TM_LANES``); a padded row keeps
+    the tiles before."""
 
     min_programs: float
     max_programs: float
@@ -1227,15 +1227,28 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #   7.2, 6144 x 512 11.4 -> 10.1 / 12.0 -> 11.8; 1024 x 512 5.7 -> 5.1 / 5.5 -> 5.7, 256 x 512
 #   3.5 -> 4.7, 8192 x 512 13.8 -> 14.8 / 14.3 -> 17.8, 4096 x 300 and x 400 (padded) 9.4 -> 13.1
 #   and 15.1: hence 0.2 to 0.75 programs of 64 rows an SM (1665-6336 rows on 132 SMs).
+# - GAE's whole 512-step rows (session 57): on a [32, 512] tile with T the constant 512, 32 steps
+#   a thread on 16 warps (128 registers and 96 bytes of stack, Triton 3.6; 16 steps on 32 warps
+#   held 64 registers and 184 bytes and lost: 4096 x 512 18.0 -> 26.6, 6144 x 512 27.4 -> 42.1).
+#   At 128 registers a program fills an SM's register file: one program an SM, so the tile wins
+#   while its programs of 32 rows are one wave. H100, Triton 3.6, time-major, device us
+#   (benchmarks/ab.py, `device_run.sh s56-gae512`, `s57-gae512`, 2026-12-07-h100-s57-gae512.txt),
+#   the time-major tiles -> this tile, last value / per-step bootstrap values: 1536 x 512 10.7
+#   -> 9.8 / 10.3 -> 9.7, 2048 x 512 13.3 -> 9.9 / 11.5 -> 9.8, 2560 x 512 14.8 -> 11.2 / 16.3 ->
+#   11.1, 3072 x 512 15.2 -> 12.0, 3584 x 512 17.8 -> 14.2, 4096 x 512 17.8 -> 17.3 / 18.2 ->
+#   16.4; but 1024 x 512 6.4 -> 9.6, 256 x 512 5.0 -> 9.1 (one program's 512 steps take ~9 us),
+#   4608 x 512 21.7 -> 29.3, 6144 x 512 27.3 -> 33.8 (a second wave): hence 0.15 to 0.5 programs
+#   of 64 rows an SM (1217-4224 rows on 132 SMs).
 _TM_LONG_MIN_PROGRAMS = 0.03  # 4 programs of 64 rows on 132 SMs (193 rows)
 _TM_SHORT_K = {8: 4, 16: 4, 32: 4}
 _TM_NARROW_ONLY = dict(narrow=float("inf"), narrow_only=True)  # 32 rows a program, Triton < 3.7 only
 _TM_LAGGED_128 = dict(min_programs=0.45, max_programs=1.0, **_TM_NARROW_ONLY)
 _TM_LONG_EDGE = (_TM_LONG_MIN_PROGRAMS, 1.5)  # discounted returns to the window edge, 256 and 512 steps
 _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
-    "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8},
+    "gae": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8, 512: 32},
                      {64: dict(few=(1.0, 4), narrow=2.0), 128: dict(max_programs=2.0, narrow=1.0),
-                      256: dict(min_programs=_TM_LONG_MIN_PROGRAMS, max_programs=1.0, **_TM_NARROW_ONLY)}),
+                      256: dict(min_programs=_TM_LONG_MIN_PROGRAMS, max_programs=1.0, **_TM_NARROW_ONLY),
+                      512: dict(min_programs=0.15, max_programs=0.5, exact=True, **_TM_NARROW_ONLY)}),
     "td_lambda": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8, 512: 16},
                            {64: dict(few=(1.0, 4), narrow=2.0), 128: dict(max_programs=2.0, narrow=2.0),
                             256: dict(min_programs=_TM_LONG_MIN_PROGRAMS, max_programs=1.5, edge=_TM_LONG_EDGE,
@@ -2631,11 +2644,16 @@ def _exact_t(pl: Plan, T: int, form: str) -> bool:
     takes T as the constant BLOCK_T and its segment as 0 (the kernels' ``EXACT_T``,
     ``_EXACT_T``): one pass whose one chunk is exactly the row, for the forms of
     ``_EXACT_T_FORMS`` on batch-major storage (at most their ``_EXACT_T_MAX_ROWS`` rows a
-    program) and of ``_EXACT_T_TM_LANES`` on the time-major lanes tiles, on rows of at most
-    their ``_EXACT_T_MAX_T`` steps."""
+    program) and of ``_EXACT_T_TM_LANES`` on the time-major lanes tiles (every form on its
+    ``exact`` tiles, ``TmLanesTile.exact``), on rows of at most their ``_EXACT_T_MAX_T`` steps."""
     if not _EXACT_T or pl.time_major or T > _EXACT_T_MAX_T.get(form, T):
         return False
-    if form not in (_EXACT_T_TM_LANES if pl.tm_lanes else _EXACT_T_FORMS):
+    if pl.tm_lanes:
+        # (an ``exact`` tile is taken by rows of exactly its length only, for their EXACT_T)
+        tile = _TM_LANES_TILES.get(form, {}).get(pl.block_t)
+        if form not in _EXACT_T_TM_LANES and not (tile is not None and tile.exact):
+            return False
+    elif form not in _EXACT_T_FORMS:
         return False
     if not pl.tm_lanes and pl.block_n > _EXACT_T_MAX_ROWS.get(form, pl.block_n):
         return False
