@@ -102,6 +102,10 @@
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
+#   s58-verify, ~4 min (carries _ab/s58/base: git archive d92d9ef rltriton): Retrace's 256-step
+#   time-major lanes tile as adopted in session 57, GPU tests and A/B;
+#   s57-retrace, ~2 min: Retrace's whole 256- and 512-step time-major rows on narrow lanes tiles, A/B only;
+#   s57-retrace256, ~1 min: its 256-step tile between 2048 and 5120 rows;
 #   s57-verify, ~4 min (carries _ab/s57/base): GAE's adopted 512-step tile, GPU tests and A/B;
 #   s57-gae512, ~3 min: s56-gae512's k32 from 256 to 6144 x 512 rows, to find its bounds;
 #   s56-gae512, ~3 min: GAE's whole 512-step time-major rows on a [32, 512] lanes tile with EXACT_T
@@ -855,6 +859,31 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       k16=${t/K/16}; k32=${t/K/32}
       variants_ab s56_gae512 300 gae_tm,gae_tm_bv 1024x512,2048x512,4096x512,6144x512,8192x512,16384x512,4096x500 \
         base k16="${k16/MAXP/0.75}" k32="${k32/MAXP/0.75}" k16w="${k16/MAXP/2.0}" ;;
+    s58-verify)
+      # session 57's Retrace 256-step time-major lanes tile (adopted after its A/B, its GPU tests
+      # not yet run: the session's device time ran out): the GPU tests of the long time-major
+      # lanes tiles and EXACT_T, then the tile's A/B against _ab/s58/base (d92d9ef, carried)
+      gpu_tests 240 "exact_t or tm_long_tiles" gpu_s58_verify.log
+      timeout 120 python3 benchmarks/ab.py _ab/s58/base . --est retrace_tm,retrace_av_tm,vtrace_tm \
+        --shapes 2048x256,2049x256,3000x200,4096x256,4224x256,4225x256,4096x129,4096x512 2>&1 \
+        | tee "$OUT/ab_s58_verify.txt" ;;
+    s57-retrace)
+      # Retrace's (sampled) whole 256- and 512-step time-major rows on narrow time-major lanes
+      # tiles (never timed; Triton 3.6 statics at 4096 rows: [32, 256] 8 steps a thread on 32 warps
+      # 64 registers, no spills, 736 SASS; [32, 512] with T constant 16 on 32 warps 64 and 568
+      # bytes of stack, 32 on 16 warps 128 and 648; as shipped the time-major tiles' [32, 64]
+      # chunks on 8 warps, 142 registers) on 0.03-2 programs of 64 rows an SM, A/B only
+      t256='_TM_LANES_TILES["retrace"] = {**_TM_LANES_TILES["retrace"], 256: TmLanesTile(0.03, 2.0, 8, **_TM_NARROW_ONLY), 512: TmLanesTile(0.03, 2.0, K, exact=True, **_TM_NARROW_ONLY)}'
+      variants_ab s57_retrace 200 retrace_tm \
+        512x256,1024x256,2048x256,4096x256,8192x256,16384x256,4096x200,512x512,1024x512,2048x512,4096x512,8192x512 \
+        base k16="\$a ${t256/K/16}" k32="\$a ${t256/K/32}" ;;
+    s57-retrace256)
+      # s57-retrace's 256-step tile (won 4096 x 256 and x 200, lost 8192 x 256) at row counts
+      # between, to find its bounds
+      t256='$a _TM_LANES_TILES["retrace"] = {**_TM_LANES_TILES["retrace"], 256: TmLanesTile(0.03, 2.0, 8, **_TM_NARROW_ONLY)}'
+      variants_ab s57_retrace256 150 retrace_tm \
+        2048x256,2560x256,3072x256,3584x256,4224x256,4608x256,5120x256,3000x200,4096x129,4096x160,2048x200 \
+        base k8="$t256" ;;
     s57-verify)
       # GAE's 512-step time-major lanes tile as adopted (32 steps a thread, 16 warps, EXACT_T,
       # 0.15-0.5 programs an SM): the GPU tests of the long time-major lanes tiles and EXACT_T,

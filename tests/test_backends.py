@@ -2155,6 +2155,10 @@ _TM_LONG_CASES = [
     ("gae", (50, 512), {"flags": "truncated", "bootstrap": "next_values"}, (512, 32)),
     ("gae", (65, 512), {}, None),
     ("gae", (45, 400), {}, None),
+    ("retrace", (64, 256), {}, (256, 8)),  # (Retrace's 256-step tile, sampled form)
+    ("retrace", (40, 200), {"flags": "both", "bootstrap": "bootstrap_values"}, (256, 8)),
+    ("retrace", (33, 129), {"flags": "truncated", "bootstrap": "next_values"}, (256, 8)),
+    ("retrace", (65, 256), {}, None),
 ]
 
 
@@ -2461,7 +2465,8 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
     for discounted returns to the window edge (``edge``); GAE's 256-step tile 0.03 to 1 (193 to
     8448 rows), the forward kernel's 0.1 to 0.5 (833 to 4224 rows) and its 512-step tile
     0.2 to 0.75 (1665 to 6336 rows) and GAE's 512-step tile 0.15 to 0.5 (1217 to 4224 rows) on
-    rows of exactly 512 steps only (``exact``); none for V-trace, and none on Triton 3.8 (``_TM_LANES_NARROW`` off); the
+    rows of exactly 512 steps only (``exact``); Retrace's 256-step tile 0.25 to 0.5 (2049 to 4224
+    rows), none of 512 steps; none for V-trace, and none on Triton 3.8 (``_TM_LANES_NARROW`` off); the
     128-step tiles' edge bound is still none."""
     from rltriton.kernels import launch
 
@@ -2488,7 +2493,10 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
             ("forward", 1664, 512, False, None), ("forward", 6336, 512, False, 512),
             ("forward", 6337, 512, False, None), ("forward", 4096, 511, False, None),
             ("forward", 4096, 300, False, None), ("vtrace", 4096, 256, False, None),
-            ("retrace", 4096, 256, False, None), ("td_lambda", 100000, 128, True, 128)]:
+            ("retrace", 4096, 256, False, 256), ("retrace", 2049, 256, False, 256),
+            ("retrace", 2048, 256, False, None), ("retrace", 4224, 129, False, 256),
+            ("retrace", 4225, 256, False, None), ("retrace", 4096, 512, False, None),
+            ("td_lambda", 100000, 128, True, 128)]:
         pl = launch.plan_for(R, T, cpu, time_major=True, form=form, tm_lanes_edge=edge)
         expect = tile if (narrow or tile == 128) else None
         got = pl.block_t if pl.tm_lanes else None

@@ -1216,7 +1216,8 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #     bootstrap values they gained like them (8192 x 512 18.1 -> 12.6) but keep TD(lambda)'s
 #     bounds, as the call's plan does not tell them apart. GAE lost at most shapes (4096 x 512
 #     16.4 -> 23.3, 512 x 512 5.6 -> 11.1) and traces everywhere (4096 x 512 10.7 -> 15.0): none.
-#   V-trace and Retrace (the lagged scan) were not timed on them. The forward kernel's tile
+#   V-trace and Retrace (the lagged scan) were not timed on them (Retrace's 256-step tile:
+#   session 57, below). The forward kernel's tile
 #   serves the episodic prefix sums too, timed on traces only.
 # - The forward kernel's whole 512-step rows (session 55): with T the constant 512
 #   (_EXACT_T_TM_LANES) its [32, 512] tile on 32 warps holds 64 registers and no spills (936 ->
@@ -1239,6 +1240,20 @@ def _tm_tiles(steps: dict[int, int], own: dict[int, dict] | None = None,
 #   16.4; but 1024 x 512 6.4 -> 9.6, 256 x 512 5.0 -> 9.1 (one program's 512 steps take ~9 us),
 #   4608 x 512 21.7 -> 29.3, 6144 x 512 27.3 -> 33.8 (a second wave): hence 0.15 to 0.5 programs
 #   of 64 rows an SM (1217-4224 rows on 132 SMs).
+# - Retrace's (sampled) whole 129- to 256-step rows (session 57): [32, 256] on 32 warps, 8 steps
+#   a thread, 64 registers and no spills (736 SASS a thread at 4096 x 256, Triton 3.6), against
+#   the time-major tiles' [32, 64] chunks walked on 8 warps. H100, Triton 3.6, time-major, device
+#   us (benchmarks/ab.py, `device_run.sh s57-retrace`, `s57-retrace256`,
+#   2026-12-07-h100-s57-retrace.txt, -retrace256.txt), those -> this tile: 2560 x 256 14.7 ->
+#   7.9, 3072 x 256 14.9 -> 8.3, 3584 x 256 15.7 -> 8.6, 4096 x 256 11.4 -> 8.8, 4224 x 256 14.6
+#   -> 8.8, 4096 x 200 11.1 -> 7.8, 3000 x 200 15.2 -> 7.4, 4096 x 129 9.7 -> 6.8; but 2048 x
+#   256 6.9 -> 7.2, 2048 x 200 6.6 -> 6.7, 1024 x 256 5.5 -> 7.1, 512 x 256 4.3 -> 6.6 (one
+#   program's 256 steps take ~6.5 us), 5120 x 256 15.3 -> 16.0, 8192 x 256 21.2 -> 26.2 (past one
+#   wave of 32-row programs at one an SM), 4608 x 256 15.3 -> 14.7: hence 0.25 to 0.5 programs
+#   of 64 rows an SM (2049-4224 rows on 132 SMs). Its 512-step tile lost everywhere with T
+#   constant (16 steps a thread on 32 warps, 568 bytes of stack: 4096 x 512 22.7 -> 65.4; 32 on
+#   16 warps, 648 bytes: 22.7 -> 58.9; 512 x 512 6.1 -> 19.9). V-trace's kernel spills 600 bytes
+#   or more on either (32 registers a thread, Triton 3.6) and was not timed.
 _TM_LONG_MIN_PROGRAMS = 0.03  # 4 programs of 64 rows on 132 SMs (193 rows)
 _TM_SHORT_K = {8: 4, 16: 4, 32: 4}
 _TM_NARROW_ONLY = dict(narrow=float("inf"), narrow_only=True)  # 32 rows a program, Triton < 3.7 only
@@ -1257,7 +1272,9 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
     "vtrace": _tm_tiles({8: 2, 16: 2, 32: 2, 64: 4, 128: 8},
                         {64: dict(min_programs=0.75, max_programs=2.0, narrow=float("inf")),
                          128: _TM_LAGGED_128}),
-    "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4, 128: 8}, {64: dict(narrow=2.0), 128: _TM_LAGGED_128}),
+    "retrace": _tm_tiles({**_TM_SHORT_K, 64: 4, 128: 8, 256: 8},
+                         {64: dict(narrow=2.0), 128: _TM_LAGGED_128,
+                          256: dict(min_programs=0.25, max_programs=0.5, **_TM_NARROW_ONLY)}),
     "retrace_actions": _tm_tiles({32: 4, 64: 4}, min_programs=0.75),
     "forward": _tm_tiles({**_TM_SHORT_K, 64: 8, 128: 8, 256: 8, 512: 16},
                          {128: dict(max_programs=2.0, narrow=1.0),
