@@ -102,6 +102,8 @@
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
+#   s58-k32, ~2 min: 32 steps a thread on 16 warps for TD(lambda)'s and the forward kernel's
+#   512-step time-major lanes tiles, A/B only, prepared;
 #   s58-verify, ~4 min (carries _ab/s58/base: git archive d92d9ef rltriton): Retrace's 256-step
 #   time-major lanes tile as adopted in session 57, GPU tests and A/B;
 #   s57-retrace, ~2 min: Retrace's whole 256- and 512-step time-major rows on narrow lanes tiles, A/B only;
@@ -859,6 +861,16 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       k16=${t/K/16}; k32=${t/K/32}
       variants_ab s56_gae512 300 gae_tm,gae_tm_bv 1024x512,2048x512,4096x512,6144x512,8192x512,16384x512,4096x500 \
         base k16="${k16/MAXP/0.75}" k32="${k32/MAXP/0.75}" k16w="${k16/MAXP/2.0}" ;;
+    s58-k32)
+      # 32 steps a thread on 16 warps for the other 512-step time-major lanes tiles, as GAE's
+      # (session 57; Triton 3.6 statics at 4096 rows): TD(lambda)'s kernel 128 registers and no
+      # spills at 512 steps, 192 bytes at 300 (as shipped, 16 on 32 warps: 64 and 16 bytes with T
+      # constant, 80 at 300); the forward kernel's exact tile 128 and none (as shipped 64 and
+      # none), each on its shipped bounds, A/B only (prepared in session 57, not yet run)
+      td='$a _TM_LANES_TILES["td_lambda"][512] = _TM_LANES_TILES["td_lambda"][512]._replace(steps=32)'
+      fw='$a _TM_LANES_TILES["forward"][512] = _TM_LANES_TILES["forward"][512]._replace(steps=32)'
+      variants_ab s58_k32 200 td_lambda_tm,discounted_returns_tm,td_lambda_tm_bv,traces_tm \
+        1024x512,2048x512,4096x512,6144x512,8192x512,4096x300 base td32="$td" fw32="$fw" ;;
     s58-verify)
       # session 57's Retrace 256-step time-major lanes tile (adopted after its A/B, its GPU tests
       # not yet run: the session's device time ran out): the GPU tests of the long time-major
