@@ -358,6 +358,18 @@ def plans_used(monkeypatch, launch, what=lambda pl, kw: pl) -> list:
     return used
 
 
+def tm_long_tile_record(launch, name: str, T: int, tile: tuple[int, int]) -> tuple:
+    """What ``test_tm_long_tiles`` (``tests/test_backends.py``, ``tests/test_gpu.py``) records for
+    a call of estimator ``name`` on rows of T steps that takes the narrow time-major lanes tile
+    ``tile`` (its steps, steps a thread): ``(tm_lanes, steps, steps a thread, rows a program,
+    warps, EXACT_T)``, with EXACT_T on rows of exactly the tile's length where the kernel form
+    is in ``launch._EXACT_T_TM_LANES`` or the tile is ``exact``."""
+    bt, k = tile
+    form = "forward" if name in ("traces", "prefix_sum") else name
+    exact = T == bt and (form in launch._EXACT_T_TM_LANES or launch._TM_LANES_TILES[form][bt].exact)
+    return (True, bt, k, 32, bt // k, exact)
+
+
 def launches_used(monkeypatch, launch) -> list:
     """Record, for every call the Triton backend makes, its kernel launches as
     ``launch.launch_specs`` made them: a list of ``(kernel, grid, args, kwargs)`` per call

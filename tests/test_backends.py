@@ -14,7 +14,15 @@ import itertools
 import pytest
 import torch
 
-from tests.conftest import INTERPRET, assert_same_non_finite, launches_used, plans_used, split_passes, use_small_tiles
+from tests.conftest import (
+    INTERPRET,
+    assert_same_non_finite,
+    launches_used,
+    plans_used,
+    split_passes,
+    tm_long_tile_record,
+    use_small_tiles,
+)
 from tests.rollouts import (
     BOOTSTRAP_FORMS,
     ESTIMATORS,
@@ -2185,12 +2193,7 @@ def test_tm_long_tiles(monkeypatch, poisoned):
             kwargs = {"flags": "terminated", **kwargs}
             check(make_case(name, shape, seed=40 + i, time_major=True, **kwargs), "triton")
             if tile is not None:
-                bt, k = tile
-                form = "forward" if name in ("traces", "prefix_sum") else name
-                # (EXACT_T: a row of exactly the tile's length, the form's or the tile's)
-                exact = shape[1] == bt and (form in poisoned._EXACT_T_TM_LANES
-                                            or poisoned._TM_LANES_TILES[form][bt].exact)
-                assert seen[-1] == (True, bt, k, 32, bt // k, exact), (name, shape, kwargs, seen[-1])
+                assert seen[-1] == tm_long_tile_record(poisoned, name, shape[1], tile), (name, shape, kwargs, seen[-1])
             else:
                 assert not seen[-1][0], (name, shape, kwargs, seen[-1])
     finally:

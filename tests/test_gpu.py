@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import rltriton as rt
-from tests.conftest import assert_same_non_finite, launches_used, plans_used, split_passes
+from tests.conftest import assert_same_non_finite, launches_used, plans_used, split_passes, tm_long_tile_record
 from tests.rollouts import (
     BOOTSTRAP_FORMS,
     ESTIMATORS,
@@ -988,10 +988,7 @@ def test_tm_long_tiles(k, monkeypatch, poisoned):
         case = make_case(name, shape, seed=shape[0] + k, **{"flags": "terminated", **kwargs})
         _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} {kwargs} long tiles")
         if tile is not None and launch._TM_LANES_NARROW:
-            bt, k = tile
-            form = "forward" if name in ("traces", "prefix_sum") else name
-            exact = shape[1] == bt and (form in launch._EXACT_T_TM_LANES or launch._TM_LANES_TILES[form][bt].exact)
-            assert seen[-1] == (True, bt, k, 32, bt // k, exact), seen
+            assert seen[-1] == tm_long_tile_record(launch, name, shape[1], tile), seen
         else:
             assert not (seen[-1][0] and seen[-1][1] > 128), seen
     finally:
