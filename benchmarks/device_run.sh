@@ -104,6 +104,7 @@
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
 #   s58-k32, ~2 min: 32 steps a thread on 16 warps for TD(lambda)'s and the forward kernel's
 #   512-step time-major lanes tiles, A/B only, prepared;
+#   s58-gae128, ~2 min: 16 or 4 steps a thread for GAE's 128-step time-major lanes tiles, A/B only;
 #   s58-verify, ~4 min (carries _ab/s58/base: git archive d92d9ef rltriton): Retrace's 256-step
 #   time-major lanes tile as adopted in session 57, GPU tests and A/B;
 #   s57-retrace, ~2 min: Retrace's whole 256- and 512-step time-major rows on narrow lanes tiles, A/B only;
@@ -871,6 +872,14 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       fw='$a _TM_LANES_TILES["forward"][512] = _TM_LANES_TILES["forward"][512]._replace(steps=32)'
       variants_ab s58_k32 200 td_lambda_tm,discounted_returns_tm,td_lambda_tm_bv,traces_tm \
         1024x512,2048x512,4096x512,6144x512,8192x512,4096x300 base td32="$td" fw32="$fw" ;;
+    s58-gae128)
+      # GAE's 128-step time-major lanes tiles with 16 steps a thread on 8 warps (Triton 3.6
+      # statics: [32, 128] 123 registers, no spills, 2 programs an SM, static issue 1.01 us
+      # against 1.29 as shipped, 8 on 16 warps, 52 registers; [64, 128] 203 registers, 1 an SM)
+      # or 4 on 32 warps (43 and 54 registers), each on the shipped bounds, A/B only
+      g='$a _TM_LANES_TILES["gae"][128] = _TM_LANES_TILES["gae"][128]._replace(steps=K)'
+      variants_ab s58_gae128 150 gae_tm,gae_tm_bv 2048x128,4096x128,8192x128,16384x128,4096x100 \
+        base k16="${g/K/16}" k4="${g/K/4}" ;;
     s58-verify)
       # session 57's Retrace 256-step time-major lanes tile (adopted after its A/B, its GPU tests
       # not yet run: the session's device time ran out): the GPU tests of the long time-major
