@@ -1843,6 +1843,81 @@ def test_tm_lanes_chunks(name, segments, monkeypatch, poisoned):
     assert set(seen) == {(5, 4, 0 if segments == 1 else 1)}, seen  # (the first launch of each call)
 
 
+@pytest.mark.parametrize("rows, steps", [(8, 4), (16, 4), (4, 8), (8, 16)])
+@pytest.mark.parametrize("name", ["gae", "td_lambda", "discounted_returns", "vtrace", "retrace", "traces"])
+def test_tm_sub_tiles(name, rows, steps, monkeypatch, poisoned):
+    """Time-major lanes tiles of fewer than 32 rows a program (launch._TM_SUB_TILES,
+    launch._tm_sub_plan), each warp's lanes left over by the rows along time
+    (launch._tm_groups: TM_W is the warps times 32 / rows), on every form's kernel (the
+    planner's bounds set wide here, Triton < 3.7 as the tiles need): rows that are no
+    multiple of the tile, 64- and 128-step rows (64 padded from 40 is not taken: the tiles
+    take rows of exactly their length), truncations and terminations, two bootstrap forms,
+    NaN-poisoned outputs against the float64 reference."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    from rltriton.kernels.launch import TmSubTile
+
+    form = "forward" if name == "traces" else "td_lambda" if name == "discounted_returns" else name
+    tile = (TmSubTile(rows, steps, 0.0, float("inf")),)
+    monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", True)
+    monkeypatch.setattr(poisoned, "_TM_SUB_TILES", {form: {64: tile, 128: tile}})
+    monkeypatch.setattr(poisoned, "_TM_SPLIT_MIN_ELEMS", 0)  # (calls this small keep the 8-row tiles otherwise)
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, pl.block_t, pl.num_warps,
+                                                             kw.get("TM_W")))
+    poisoned.clear_caches()
+    try:
+        for i, (shape, bootstrap) in enumerate((((21, 64), "last_value"), ((37, 128), "bootstrap_values"))):
+            check(make_case(name, shape, bootstrap=bootstrap, flags="both", seed=rows + i, time_major=True), "triton")
+            T = shape[1]
+            assert seen[-1] == (True, rows, T, T // steps * rows // 32, T // steps), (shape, seen[-1])
+        check(make_case(name, (21, 40), flags="both", seed=3, time_major=True), "triton")
+        assert not (seen[-1][0] and seen[-1][1] < 32), seen[-1]
+    finally:
+        poisoned.clear_caches()
+
+
+def test_tm_sub_tiles_plan(monkeypatch):
+    """The time-major lanes tiles of 8 or 16 rows as launch._TM_SUB_TILES ships them
+    (launch._tm_sub_plan, through plan_for): each form's tiles in order within their bounds
+    (programs of 64 rows an SM), rows of exactly a power-of-two length only, taken before the
+    32-row tiles; none for a form without them (GAE's 1024-step rows, float64: no form),
+    with ``_TM_SUB`` off, on Triton 3.7 or later (``_TM_LANES_NARROW`` off), or batch-major."""
+    import torch
+
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_TM_LANES_NARROW", True)
+    launch.clear_caches()
+    cpu = torch.device("cpu")
+    sms = launch._DEFAULT_SMS
+
+    def got(R, T, form, time_major=True):
+        pl = launch.plan_for(R, T, cpu, time_major=time_major, form=form)
+        return (pl.block_n, pl.num_warps, launch._tm_groups(pl)) if pl.tm_lanes and pl.block_n < 32 else None
+
+    cut = int(0.125 * sms) * 64  # the most rows of GAE's [8, 512] tile (16 programs on 132 SMs)
+    assert got(512, 512, "gae") == (8, 8, 32) and got(cut, 512, "gae") == (8, 8, 32)
+    assert got(cut + 1, 512, "gae") == (16, 32, 64) and got(int(0.5 * sms) * 64, 512, "gae") == (16, 32, 64)
+    assert got(int(0.5 * sms) * 64 + 1, 512, "gae") is None  # (past the bound: the tiles before)
+    assert got(int(launch._TM_LONG_MIN_PROGRAMS * sms) * 64, 512, "gae") is None  # too few rows
+    assert got(500, 500, "gae") is None and got(512, 1024, "gae") is None and got(512, 512, None) is None
+    assert got(512, 512, "gae", time_major=False) is None
+    assert got(2048, 512, "vtrace") == (8, 16, 64) and got(3072, 512, "vtrace") is None
+    assert got(4096, 128, "vtrace") == (16, 8, 16) and got(8192, 128, "vtrace") is None
+    assert got(16384, 128, "gae") == (16, 8, 16) and got(4096, 128, "td_lambda") is None
+    assert got(2048, 512, "td_lambda") == (16, 32, 64) and got(3072, 512, "td_lambda") is None
+    assert got(128, 1024, "td_lambda") == (8, 16, 64) and got(1024, 2048, "forward") == (8, 32, 128)
+    assert got(8192, 128, "forward") == (16, 8, 16)
+    assert got(2048, 128, "gae") == (16, 8, 16) and got(2047, 128, "gae") is None  # (2^18 elements: small below)
+    assert got(2048, 512, "gae") == (16, 32, 64)
+    monkeypatch.setattr(launch, "_TM_SUB", False)
+    assert got(2048, 512, "gae") is None
+    monkeypatch.setattr(launch, "_TM_SUB", True)
+    monkeypatch.setattr(launch, "_TM_LANES_NARROW", False)
+    assert got(2048, 512, "gae") is None
+    launch.clear_caches()
+
+
 def test_tm_lanes_tiles_reach(monkeypatch):
     """The time-major lanes tiles (launch._tm_lanes_plan) as launch._TM_LANES_TILES ships them:
     time-major rows of 5 to 128 steps (GAE, TD(lambda), the forward scans; V-trace and
@@ -2185,6 +2260,7 @@ def test_tm_long_tiles(monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
     monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", True)
+    monkeypatch.setattr(poisoned, "_TM_SUB", False)  # (the 32-row tiles; the 8- and 16-row ones: test_tm_sub_tiles)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, pl.block_t // pl.num_warps,
                                                              pl.block_n, pl.num_warps, kw.get("EXACT_T")))
     try:
@@ -2212,6 +2288,7 @@ def test_tm_lanes_lagged_128(name, monkeypatch, poisoned):
         pytest.skip("needs TRITON_INTERPRET=1")
     monkeypatch.setattr(poisoned, "_DEFAULT_SMS", 2)
     monkeypatch.setattr(poisoned, "_TM_LANES_NARROW", True)
+    monkeypatch.setattr(poisoned, "_TM_SUB", False)  # (the 32-row tiles; V-trace's [16, 128]: test_tm_sub_tiles)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, pl.block_t, pl.num_warps))
     try:
         poisoned.clear_caches()
@@ -2240,6 +2317,7 @@ def test_tm_small_plans(monkeypatch):
     from rltriton.kernels import launch
 
     monkeypatch.setattr(launch, "_TM_LANES_NARROW", False)
+    monkeypatch.setattr(launch, "_TM_SUB", False)  # (session 59's tiles of 8 or 16 rows: test_tm_sub_tiles_plan)
     cpu, sms = torch.device("cpu"), 132
     monkeypatch.setattr(launch, "_DEFAULT_SMS", sms)
     launch.clear_caches()
@@ -2475,6 +2553,7 @@ def test_tm_long_tiles_bounds(narrow, monkeypatch):
 
     monkeypatch.setattr(launch, "_DEFAULT_SMS", 132)
     monkeypatch.setattr(launch, "_TM_LANES_NARROW", narrow)
+    monkeypatch.setattr(launch, "_TM_SUB", False)
     cpu = torch.device("cpu")
     for form, R, T, edge, tile in [
             ("td_lambda", 12672, 256, False, 256), ("td_lambda", 12673, 256, False, None),

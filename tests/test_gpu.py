@@ -818,10 +818,12 @@ def test_tm_lanes_lagged_128(name, shape, dtype, monkeypatch, poisoned):
     reference with outputs poisoned, rows of 100 steps padded inside the tile, a last program
     part empty (8448 = 264 programs of 32 rows, 3840 = 120), the bootstrap forms in turn,
     float32 and bfloat16 inputs; 8449 rows (past the bound), 3776 (below it) and Triton 3.7 or
-    later (no narrow tiles) keep the time-major tiles."""
+    later (no narrow tiles) keep the time-major tiles. Session 59's V-trace tiles of 16 rows
+    (launch._TM_SUB_TILES), which take 3776 and 3840 rows, are off here."""
     from rltriton.kernels import launch
 
     k = [(3840, 128), (8448, 100), (8449, 128), (3776, 128)].index(shape)
+    monkeypatch.setattr(poisoned, "_TM_SUB", False)  # (V-trace's [16, 128] tiles: test_tm_sub_tiles)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_n, pl.block_t, pl.num_warps))
     poisoned.clear_caches()
     try:
@@ -981,6 +983,7 @@ def test_tm_long_tiles(k, monkeypatch, poisoned):
     from rltriton.kernels import launch
 
     name, shape, kwargs, tile = _TM_LONG_GPU[k]
+    monkeypatch.setattr(poisoned, "_TM_SUB", False)  # (the 32-row tiles; the 8- and 16-row ones: test_tm_sub_tiles)
     seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (pl.tm_lanes, pl.block_t, pl.block_t // pl.num_warps,
                                                              pl.block_n, pl.num_warps, kw.get("EXACT_T")))
     poisoned.clear_caches()
@@ -991,6 +994,60 @@ def test_tm_long_tiles(k, monkeypatch, poisoned):
             assert seen[-1] == tm_long_tile_record(launch, name, shape[1], tile), seen
         else:
             assert not (seen[-1][0] and seen[-1][1] > 128), seen
+    finally:
+        poisoned.clear_caches()
+
+
+# (estimator, shape, make_case keywords, (rows a program, steps a thread) of the
+# launch._TM_SUB_TILES tile it takes on Triton < 3.7, or None: none)
+_TM_SUB_GPU = [
+    ("gae", (512, 512), {}, (8, 16)),
+    ("gae", (2048, 512), {"flags": "both", "bootstrap": "bootstrap_values"}, (16, 8)),
+    ("gae", (4096, 512), {"dtype": torch.bfloat16}, (16, 8)),
+    ("gae", (8192, 128), {"bootstrap": "next_values"}, (16, 8)),
+    ("gae", (4096, 500), {}, None),
+    ("gae", (16384, 512), {}, None),
+    ("vtrace", (512, 512), {}, (8, 8)),
+    ("vtrace", (2001, 512), {"flags": "both", "bootstrap": "bootstrap_values"}, (8, 8)),
+    ("vtrace", (3001, 512), {}, None),
+    ("vtrace", (4096, 128), {}, (16, 8)),
+    ("vtrace", (8192, 128), {}, None),
+    ("td_lambda", (600, 512), {}, (8, 16)),
+    ("td_lambda", (2000, 512), {"flags": "both"}, (16, 8)),
+    ("td_lambda", (256, 1024), {"bootstrap": "next_values"}, (8, 16)),
+    ("td_lambda", (512, 2048), {"bootstrap": "bootstrap_values"}, (8, 16)),
+    ("discounted_returns", (512, 512), {}, (8, 16)),
+    ("discounted_returns", (256, 1024), {"bootstrap": "none"}, (8, 16)),
+    ("traces", (512, 512), {}, (8, 16)),
+    ("prefix_sum", (1000, 512), {}, (8, 16)),
+    ("traces", (300, 2048), {"flags": "both"}, (8, 16)),
+    ("traces", (8192, 128), {}, (16, 8)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_TM_SUB_GPU)),
+                         ids=[f"{c[0]}-{c[1][0]}x{c[1][1]}-{i}" for i, c in enumerate(_TM_SUB_GPU)])
+def test_tm_sub_tiles(k, monkeypatch, poisoned):
+    """Time-major rows on the time-major lanes tiles of 8 or 16 rows a program
+    (launch._TM_SUB_TILES, launch._tm_sub_plan: the lanes a warp's rows leave over along time,
+    launch._tm_groups; Triton < 3.7) within each form's bounds: against the float64 reference
+    with outputs poisoned, row counts that are no multiple of the tile, bfloat16 inputs,
+    truncations; rows of a length not a power of two and calls past the bounds do not take
+    them (nor anything on Triton 3.7 or later)."""
+    from rltriton.kernels import launch
+
+    name, shape, kwargs, tile = _TM_SUB_GPU[k]
+    seen = plans_used(monkeypatch, poisoned, lambda pl, kw: (
+        pl.tm_lanes, pl.block_n, pl.block_t * pl.block_n // (32 * pl.num_warps), kw.get("TM_W")))
+    poisoned.clear_caches()
+    try:
+        case = make_case(name, shape, seed=shape[0] + k, **{"flags": "terminated", **kwargs})
+        _compare_time_major(case, as_f64(case)(backend="torch"), f"{name} {shape} {kwargs} sub-32-row tiles")
+        if tile is not None and launch._TM_LANES_NARROW:
+            rows, steps = tile
+            assert seen[-1] == (True, rows, steps, shape[1] // steps), seen
+        else:
+            assert not (seen[-1][0] and seen[-1][1] < 32), seen
     finally:
         poisoned.clear_caches()
 

@@ -24,9 +24,10 @@ one pass over whole rows.
 
 ``TIME_MAJOR`` (storage with unit row stride, CleanRL's ``[T, N]``) turns the tile around:
 lanes along rows, each thread's steps in its registers, no groups (``scan.program_tile``).
-Many short time-major rows instead take ``GROUP_TILES = 5`` on ``TM_W`` warps (with
-``TIME_MAJOR`` off): every lane along rows, the warps along time, each thread a run of
-consecutive steps (``scan.tm_lanes_scan``, ``launch._TM_LANES``).
+Many short time-major rows instead take ``GROUP_TILES = 5`` on ``TM_W`` thread groups
+along time (with ``TIME_MAJOR`` off): every lane along rows (tiles of fewer than 32 rows:
+the lanes left over along time too), the warps along time, each thread a run of
+consecutive steps (``scan.tm_lanes_scan``, ``launch._TM_LANES``, ``launch._tm_groups``).
 
 Structure (which optional tensors exist, the boundary form, tensor vs scalar gamma/lam,
 the arithmetic dtype) is ``tl.constexpr``; hyper-parameters are runtime scalars.

@@ -1296,6 +1296,97 @@ _TM_LANES_TILES: dict[str, dict[int, TmLanesTile]] = {
 _DR_TM_LANES_ANY = True
 
 
+class TmSubTile(NamedTuple):
+    """A form's time-major lanes tile of fewer than 32 rows a program (``_TM_SUB_TILES``):
+    ``rows`` rows (one a lane; each warp's other 32 / rows lanes along time, see
+    :func:`_tm_groups`) by a whole row, ``steps`` consecutive steps a thread, taken on
+    ``min_programs`` to ``max_programs`` programs of ``_TM_LANES_ROWS`` rows an SM (the unit
+    of ``TmLanesTile``'s bounds, so that both read alike)."""
+
+    rows: int
+    steps: int
+    min_programs: float
+    max_programs: float
+
+
+# Time-major lanes tiles of 8 or 16 rows a program (session 59, TmSubTile, _tm_sub_plan): a
+# whole row of a power-of-two length, the rows along 8 or 16 lanes (one 32- or 64-byte run of
+# float32 a step: whole 32-byte sectors) and the other lanes and the warps along time, so a
+# call of few rows gets 4 or 2 times the programs of the 32-row tiles with fewer steps a
+# thread, where those tiles left most SMs idle or held 128 registers (GAE's [32, 512], one
+# program an SM). Rows of exactly the tile's length only (as timed), Triton < 3.7 only (as the
+# narrow tiles, _TM_LANES_NARROW: Triton 3.6 gives the rows the first lanes, contiguity 1 on
+# both axes). Triton 3.6 statics (benchmarks/sass_counts.py, sm_90): GAE [8, 512] on 8 warps
+# 92 registers, no spills (as shipped, [32, 512] on 16: 128 and 96 bytes of stack); [8, 128]
+# on 4 warps 72; V-trace [8, 512] on 16 warps 124 (242 on 8). H100, Triton 3.6, time-major,
+# device us (benchmarks/ab.py, `device_run.sh s59-sub32`, 2026-12-07-h100-s59-sub32.txt), as
+# shipped -> [8, T] K = 16 / [8, T] K = 8 / [16, T] K = 8:
+#   GAE 512 x 512 4.9 -> 4.0 / 4.0 / 5.1, 2048 x 512 9.8 -> 7.8 / 7.7 / 6.4, 4096 x 512 16.8 ->
+#   17.0 / 16.9 / 14.5, 16384 x 512 54.6 -> 73.8 / 72.0 / 67.4; 4096 x 128 4.0 -> 3.7 ([16, 128]),
+#   8192 x 128 5.7 -> 5.6, 16384 x 128 12.7 -> 11.9; 512 x 2048 13.7 -> 17.4 / 13.8, 256 x 1024
+#   5.8 -> 6.2 / 6.4 (none there);
+#   V-trace 512 x 512 6.6 -> 5.9 / 5.7 / 22.5, 2048 x 512 15.5 -> 13.4 / 13.7 / 69.4, 4096 x 512
+#   21.6 -> 38.7 / 39.1; 4096 x 128 4.7 -> 4.4 ([16, 128]), 8192 x 128 7.9 -> 7.5, 16384 x 128
+#   19.0 -> 26.3; 512 x 2048 and 256 x 1024 lost on every tile;
+#   TD(lambda) 512 x 512 4.9 -> 3.3 / 3.4 / 4.2, 2048 x 512 6.9 -> 5.9 / 6.1 / 5.1, 4096 x 512 8.2
+#   -> 12.0 / 11.4 / 9.2; 256 x 1024 6.8 -> 4.4, 512 x 2048 12.1 -> 8.2 ([8, T] K = 16); at 128
+#   steps within 0.1 on [16, 128] (none);
+#   traces 512 x 512 4.8 -> 2.7 / 3.0 / 3.6, 2048 x 512 5.3 -> 4.9 / 5.0 / 4.5, 4096 x 512 6.1 ->
+#   8.7; 256 x 1024 5.9 -> 3.6, 512 x 2048 8.9 -> 6.8; 8192 x 128 3.9 -> 3.5 ([16, 128]), 4096 x
+#   128 2.8 -> 2.7, 16384 x 128 4.9 -> 5.3.
+# Tiles of 4 rows lost everywhere but 256 x 1024 (TD(lambda) 4.9, traces 4.2). The bounds
+# (programs of 64 rows an SM; 132 SMs: 0.03 is 193 rows, 0.125 1056, 0.25 2112, 0.5 4224)
+# come from the A/B of the tiles as adopted in and past wider bounds (`device_run.sh
+# s59-verify`, 2026-12-07-h100-s59-verify-ab.txt), as shipped -> these:
+#   GAE 256 x 512 5.0 -> 3.8, 1024 x 512 6.5 -> 5.1, 1536 x 512 9.9 -> 6.1, 2048 x 512 9.9 -> 6.3,
+#   3072 x 512 12.0 -> 10.5, 4096 x 512 17.3 -> 14.8; 2048 x 128 3.7 -> 2.9, 4096 x 128 4.1 ->
+#   3.7, 8192 x 128 5.9 -> 5.8, 16384 x 128 11.7 -> 11.5;
+#   V-trace 256 x 512 5.9 -> 5.6, 1024 x 512 8.0 -> 6.8, 2048 x 512 15.5 -> 12.2, but 3072 x 512
+#   22.6 -> 25.2 (hence 0.25); 2048 x 128 4.1 -> 3.6, 4096 x 128 4.9 -> 4.5, but 8192 x 128 8.6 ->
+#   9.1 (7.9 -> 7.5 in s59-sub32; hence 0.5);
+#   TD(lambda) / discounted returns 256 x 512 4.0 -> 3.0 / 5.2 -> 2.9, 1024 x 512 6.8 -> 4.2 / 5.4
+#   -> 3.9, 2048 x 512 7.0 -> 5.1 / 5.6 -> 4.7, but 3072 x 512 7.7 -> 8.0 / 6.1 -> 7.4 (hence
+#   0.25); 128 x 1024 5.6 -> 4.3 / 5.3 -> 4.1, 512 x 1024 10.7 -> 4.8 / 6.6 -> 4.5, 1024 x 1024
+#   10.8 -> 6.4 / 9.4 -> 5.9; 256 x 2048 9.6 -> 7.7 / 9.6 -> 6.5, 1024 x 2048 16.0 -> 11.4 / 12.5
+#   -> 9.5 (per-step bootstrap values alike: 1024 x 512 6.6 -> 4.2, 512 x 1024 11.8 -> 4.8);
+#   traces 256 x 512 3.8 -> 2.5, 1536 x 512 7.3 -> 4.1, 2048 x 512 5.3 -> 4.4, but 3072 x 512 5.8
+#   -> 6.8; 128 x 1024 4.9 -> 3.6, 1024 x 1024 8.1 -> 5.4, 1024 x 2048 10.8 -> 9.2; 2048 x 128 2.9
+#   -> 2.3, 8192 x 128 3.9 -> 3.5.
+# 64 x 512 (one program, outside every bound) moved by at most 0.1 with them. The tiles a form
+# lists are tried in order, the first whose bounds hold the call taken; the 32-row tiles and
+# the time-major tiles take what they leave.
+_TM_SUB = True
+_TM_SUB_TILES: dict[str, dict[int, tuple[TmSubTile, ...]]] = {
+    "gae": {128: (TmSubTile(16, 8, 0.2, 2.0),),
+            512: (TmSubTile(8, 16, _TM_LONG_MIN_PROGRAMS, 0.125), TmSubTile(16, 8, 0.125, 0.5))},
+    "vtrace": {128: (TmSubTile(16, 8, 0.2, 0.5),), 512: (TmSubTile(8, 8, _TM_LONG_MIN_PROGRAMS, 0.25),)},
+    "td_lambda": {512: (TmSubTile(8, 16, _TM_LONG_MIN_PROGRAMS, 0.125), TmSubTile(16, 8, 0.125, 0.25)),
+                  1024: (TmSubTile(8, 16, 0.01, 0.125),), 2048: (TmSubTile(8, 16, _TM_LONG_MIN_PROGRAMS, 0.125),)},
+    "forward": {128: (TmSubTile(16, 8, 0.2, 1.0),),
+                512: (TmSubTile(8, 16, _TM_LONG_MIN_PROGRAMS, 0.125), TmSubTile(16, 8, 0.125, 0.25)),
+                1024: (TmSubTile(8, 16, 0.01, 0.125),), 2048: (TmSubTile(8, 16, _TM_LONG_MIN_PROGRAMS, 0.125),)},
+}
+
+
+def _tm_sub_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
+    """The time-major lanes plan of fewer than 32 rows a program (``_TM_SUB_TILES``) for R
+    time-major rows of exactly T steps (a power of two) of the kernel form ``form`` (None:
+    never): the first of the form's tiles of that length whose bounds hold ``cdiv(R,
+    _TM_LANES_ROWS)`` programs, one chunk a row on ``T / steps * rows / 32`` warps; None
+    without one, on other row lengths, for the small calls of ``plan_time_major``'s 8-row
+    one-chunk tiles (rows of at most ``_TM_ONE_CHUNK_T`` steps, fewer than
+    ``_TM_SPLIT_MIN_ELEMS`` elements), and on Triton 3.7 or later (``_TM_LANES_NARROW``)."""
+    if not (_TM_SUB and _TM_LANES and _TM_LANES_NARROW) or T < 2 or T & (T - 1):
+        return None
+    if T <= _TM_ONE_CHUNK_T and R * T < _TM_SPLIT_MIN_ELEMS:
+        return None  # (small calls keep session 48's 8-row one-chunk tiles: not timed against these)
+    programs = _cdiv(R, _TM_LANES_ROWS)
+    for tile in _TM_SUB_TILES.get(form, {}).get(T, ()):
+        if tile.min_programs * sms <= programs <= tile.max_programs * sms:
+            return Plan(tile.rows, T, T // tile.steps * tile.rows // 32, 1, T, tm_lanes=True)
+    return None
+
+
 def _tm_lanes_plan(R: int, T: int, sms: int, form: str | None, edge: bool = False) -> Plan | None:
     """The time-major lanes plan (``_TM_LANES``) for R time-major rows of T steps of the kernel
     form ``form`` (None: never): a row as one chunk of the form's tile of ``next_pow2(T)``
@@ -1774,7 +1865,7 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     edge (``_DR_TM_LANES_ANY``); ``long_split``: as in :func:`plan` (batch-major storage only)."""
     sms = _device_sms(device)
     if time_major:
-        pl = _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(
+        pl = _tm_sub_plan(R, T, sms, form) or _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(
             R, T, sms, wide, few, _TM_SMALL_LONG_ELEMS.get(form, 0), _TM_SMALL_SPLIT.get(form, ()))
         if pl is not None:
             return _tm_deep(pl, form)
@@ -2206,6 +2297,14 @@ def _desc_tiles(pl: Plan, form: str, T: int) -> bool:
             and (T % 8 != 0 or form in _DESC_ALIGNED_FORMS))
 
 
+def _tm_groups(pl: Plan) -> int:
+    """The thread groups along time of a time-major lanes plan (the kernels' ``TM_W``, see
+    :func:`scan.chunk_times`): its warps, each a group where the tile has 32 rows or more;
+    a tile of fewer rows (``block_n`` < 32, one a lane) leaves each warp ``32 / block_n``
+    lanes along time, each a group of its own."""
+    return pl.num_warps * max(1, 32 // pl.block_n)
+
+
 def _with_group_scan(meta: dict, pl: Plan, form: str, T: int) -> dict:
     """``meta`` with ``GROUP_TILES = 5`` and its warps (``TM_W``) for a time-major lanes plan
     (``Plan.tm_lanes``), ``GROUP_TILES = 4`` for a lanes plan (``Plan.lanes``; its tiles need no
@@ -2214,7 +2313,7 @@ def _with_group_scan(meta: dict, pl: Plan, form: str, T: int) -> dict:
     ``SEG_GROUPS`` with ``_FLAT_SEGMENTED``), else ``2`` where :func:`_group_scan` does
     (chunks in time order otherwise, ``GROUP_TILES = False``: Triton < 3.7)."""
     if pl.tm_lanes:
-        return {**meta, "GROUP_TILES": 5, "TM_W": pl.num_warps}
+        return {**meta, "GROUP_TILES": 5, "TM_W": _tm_groups(pl)}
     if pl.lanes:
         return {**meta, "GROUP_TILES": 4}
     if meta["GROUP_TILES"] is not False:
@@ -2896,7 +2995,7 @@ def run_forward(kind: str, p: Problem, assigner: CreditAssigner) -> tuple[Tensor
                   few=_TM_FEW_TILES.get("forward"), form=_one_chunk_form("forward", p),
                   long_split=_LONG_SPLIT.get("forward"))
     if pl.tm_lanes:
-        meta["TM_W"] = pl.num_warps
+        meta["TM_W"] = _tm_groups(pl)
     meta["INTERIOR"] = _interior(pl, meta, forward=True)
     meta["EXACT_T"] = _exact_t(pl, T, "forward")
     meta = _with_register_caps(meta, pl, "forward", R * F, p.device)

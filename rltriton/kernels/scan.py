@@ -484,8 +484,9 @@ def tm_lanes_scan(alpha, beta, carry, W: tl.constexpr, CUT: tl.constexpr = False
     ``(i % W) K + i // W``, which
     Triton's layout of the tile's accesses (rows along the lanes, time along the ``W``
     warps) puts in warp ``i % W``, K = BT / W consecutive positions in each thread. Each
-    thread scans its K steps serially in registers; the W warps' composed maps are scanned
-    across the warps (through shared memory) into the state entering each warp's steps,
+    thread scans its K steps serially in registers; the W groups' composed maps are scanned
+    across the groups (through shared memory across warps; a tile of fewer than 32 rows has
+    several groups a warp, ``launch._tm_groups``) into the state entering each group's steps,
     which one FMA a step then applies. Returns (the states [BN, BT], the states one step
     earlier in scan order [BN, BT] (for a backward estimator, one step later in time), the
     carry out [BN])."""
@@ -577,14 +578,18 @@ def chunk_times(seg, SEG, i, n_chunks, BLOCK_T: tl.constexpr, TIME_MAJOR: tl.con
       descend (scan order, scanned forward); the vector accesses run along rows. Held as
       [1, BT, 1] before, its reshape cost Triton 3.6 224 shuffles per thread at [128, 16]
       on 4 warps and 3.8 four more layout conversions; as [1, BT] none and two fewer.
-    * time-major lanes (``GROUP_TILES = 5`` on ``TM_W`` warps, see :func:`tm_lanes_scan`)
-      [1, BT]: column ``i`` holds scan position ``s = (i % TM_W) K + i // TM_W``, K = BT /
-      TM_W, i.e. time ``t_hi - s``. The tile's accesses run along rows only, so Triton gives
-      the lanes to the rows and the warps to the time axis, and each thread holds its
-      columns ``w, w + TM_W, ...``: warp w's K consecutive steps in scan order."""
+    * time-major lanes (``GROUP_TILES = 5`` on ``TM_W`` thread groups along time, see
+      :func:`tm_lanes_scan`) [1, BT]: column ``i`` holds scan position ``s = (i % TM_W) K +
+      i // TM_W``, K = BT / TM_W, i.e. time ``t_hi - s``. The tile's accesses run along rows
+      only, so Triton gives the lanes to the rows and the warps to the time axis, and each
+      thread holds its columns ``w, w + TM_W, ...``: group w's K consecutive steps in scan
+      order. A group is a warp for tiles of 32 rows or more; a tile of fewer (``BN`` < 32)
+      leaves each warp ``32 / BN`` lanes along time, which Triton's layout puts before the
+      warps (lane ``i % (32 / BN)``), so a group is one of those lanes of one warp and TM_W
+      is the warps times ``32 / BN`` (``launch._tm_groups``)."""
     t_lo = chunk_start(seg, SEG, i, n_chunks, BLOCK_T)
     if GROUP_TILES == 5:
-        tl.static_assert(TM_W > 0, "a time-major lanes tile needs its warps (TM_W)")
+        tl.static_assert(TM_W > 0, "a time-major lanes tile needs its thread groups along time (TM_W)")
         K: tl.constexpr = BLOCK_T // TM_W
         col = tl.arange(0, BLOCK_T)
         return t_lo + (BLOCK_T - 1) - ((col % TM_W) * K + col // TM_W)[None, :]
@@ -1128,7 +1133,9 @@ def program_tile(R, T, SEG, state_ptr, BLOCK_N: tl.constexpr, BLOCK_T: tl.conste
     else:
         ar = tl.arange(0, BLOCK_N)
         if TM_LANES:
-            ar = tl.max_contiguous(ar, BLOCK_N // 32)
+            # (fewer than 32 rows: contiguity 1, so that Triton 3.6 still gives the rows the
+            # first lanes, BLOCK_N of them, and time the rest; launch._tm_groups)
+            ar = tl.max_contiguous(ar, max(1, BLOCK_N // 32))
         elif TIME_MAJOR:
             ar = tl.max_contiguous(ar, 4)
         rows = tl.cast(rb, tl.int64) * BLOCK_N + ar.to(tl.int64)[:, None]
