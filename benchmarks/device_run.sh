@@ -102,6 +102,11 @@
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
+#   s59-final, ~9 min: their GPU tests on the adopted bounds, then the harness at the classic
+#   grid's rows they reach (time-major, no peers);
+#   s59-verify, ~7 min (carries _ab/s59/base: git archive a94a8fa rltriton): session 59's
+#   tiles of 8 or 16 rows, GPU tests and an A/B in and past their bounds;
+#   s59-sub32, ~2 min: time-major lanes tiles of 4, 8 or 16 rows (launch._tm_groups), A/B only;
 #   s58-k32, ~2 min: 32 steps a thread on 16 warps for TD(lambda)'s and the forward kernel's
 #   512-step time-major lanes tiles, A/B only, prepared;
 #   s58-gae128, ~2 min: 16 or 4 steps a thread for GAE's 128-step time-major lanes tiles, A/B only;
@@ -862,6 +867,35 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       k16=${t/K/16}; k32=${t/K/32}
       variants_ab s56_gae512 300 gae_tm,gae_tm_bv 1024x512,2048x512,4096x512,6144x512,8192x512,16384x512,4096x500 \
         base k16="${k16/MAXP/0.75}" k32="${k32/MAXP/0.75}" k16w="${k16/MAXP/2.0}" ;;
+    s59-final)
+      # session 59's tiles of 8 or 16 rows on their adopted bounds: their GPU tests (and the
+      # 32-row tiles' with them off), then the harness on the classic grid's rows they reach,
+      # time-major against batch-major, no peers
+      gpu_tests 200 "tm_sub_tiles or tm_long_tiles" gpu_s59_final.log
+      timeout 330 python3 benchmarks/run.py --grid classic --shapes 128x1024,256x1024,512x512,512x2048,4096x512,4096x128 \
+        --estimators gae,td_lambda,discounted_returns,vtrace,traces,prefix_sum --time-major --peers none \
+        --max-minutes 5 --no-plots --tag s59-final --out "$OUT" 2>&1 | tail -3 ;;
+    s59-verify)
+      # session 59's time-major lanes tiles of 8 or 16 rows (launch._TM_SUB_TILES), on wide
+      # bounds: their GPU tests and the long tiles' and EXACT_T's, then an A/B against
+      # _ab/s59/base (a94a8fa, carried) in and past the bounds, to set them
+      gpu_tests 240 "tm_sub_tiles or tm_long_tiles or exact_t" gpu_s59_verify.log
+      timeout 300 python3 benchmarks/ab.py _ab/s59/base . \
+        --est gae_tm,vtrace_tm,td_lambda_tm,discounted_returns_tm,traces_tm,td_lambda_tm_bv \
+        --shapes 64x512,256x512,512x512,1024x512,1536x512,2048x512,3072x512,4096x512,2048x128,4096x128,8192x128,16384x128,128x1024,256x1024,512x1024,1024x1024,256x2048,512x2048,1024x2048 2>&1 \
+        | tee "$OUT/ab_s59_verify.txt" ;;
+    s59-sub32)
+      # time-major lanes tiles of fewer than 32 rows (8, 16 or 4 a program, the lanes left over
+      # along time, launch._tm_groups), K steps a thread, every time-major call of the A/B on
+      # them (a plan_for wrapper; a tile past 32 warps keeps the plan as shipped), A/B only.
+      # Triton 3.6 statics: GAE 4096 x 512 [8, 512] on 8 warps 92 registers, no spills, 2
+      # programs an SM (as shipped [32, 512], 128 and 1); GAE 8192 x 128 [8, 128] on 4 warps 72
+      # and 7 an SM; V-trace [8, 512] on 16 warps 124, on 8 warps 242
+      s='$a _sub = lambda T, bn=BN, K=KK: (lambda p2: Plan(bn, p2, p2 // K * bn // 32, 1, p2, tm_lanes=True) if p2 >= 2 * K and 1 <= p2 // K * bn // 32 <= 32 else None)(_next_pow2(T))\n_pf0 = plan_for\nplan_for = lambda R, T, device, time_major=False, *a, **k: (time_major and _sub(T)) or _pf0(R, T, device, time_major, *a, **k)'
+      b8k16=${s/BN/8}; b8k8=${s/BN/8}; b16k8=${s/BN/16}; b4k16=${s/BN/4}
+      variants_ab s59_sub32 540 gae_tm,vtrace_tm,td_lambda_tm,traces_tm \
+        4096x512,2048x512,512x512,16384x512,4096x128,8192x128,16384x128,512x2048,256x1024 \
+        base b8k16="${b8k16/KK/16}" b8k8="${b8k8/KK/8}" b16k8="${b16k8/KK/8}" b4k16="${b4k16/KK/16}" ;;
     s58-k32)
       # 32 steps a thread on 16 warps for the other 512-step time-major lanes tiles, as GAE's
       # (session 57; Triton 3.6 statics at 4096 rows): TD(lambda)'s kernel 128 registers and no
