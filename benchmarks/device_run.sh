@@ -102,8 +102,8 @@
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
-#   s59-final, ~9 min: their GPU tests on the adopted bounds, then the harness at the classic
-#   grid's rows they reach (time-major, no peers);
+#   s59-final, ~9 min: session 59's tiles of 8 or 16 rows on their adopted bounds, their GPU
+#   tests, then the harness at the classic grid's rows they reach (time-major, no peers);
 #   s59-verify, ~7 min (carries _ab/s59/base: git archive a94a8fa rltriton): session 59's
 #   tiles of 8 or 16 rows, GPU tests and an A/B in and past their bounds;
 #   s59-sub32, ~2 min: time-major lanes tiles of 4, 8 or 16 rows (launch._tm_groups), A/B only;

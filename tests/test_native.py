@@ -163,8 +163,9 @@ TIME_SPLIT_CASES = [("time-major", (512, 512)), ("time-major", (300, 1000)), ("b
 def time_split_settings(monkeypatch) -> None:
     """The launcher's settings under which TIME_SPLIT_CASES split: since session 48 TD(lambda)'s
     kernel runs whole time-major 512-step rows of a call of 2^18 elements in one pass
-    (launch._TM_SMALL_LONG_ELEMS), and since session 59 every form but Retrace whole 512-step
-    rows of few calls on tiles of 8 or 16 rows (launch._TM_SUB_TILES), so both are off."""
+    (launch._TM_SMALL_LONG_ELEMS), and since session 59 every form but Retrace's runs whole
+    512-step rows of calls of few rows on tiles of 8 or 16 rows (launch._TM_SUB_TILES), so both
+    are off."""
     monkeypatch.setattr(launch, "_TM_SMALL_LONG_ELEMS", {})
     monkeypatch.setattr(launch, "_TM_SUB", False)
 

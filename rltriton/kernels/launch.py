@@ -1368,17 +1368,24 @@ _TM_SUB_TILES: dict[str, dict[int, tuple[TmSubTile, ...]]] = {
 }
 
 
+def _tm_small_call(R: int, T: int) -> bool:
+    """Whether R time-major rows of T steps are a call small enough for
+    :func:`plan_time_major`'s 8-row one-chunk tiles (``_TM_SMALL_ROWS``): rows of at most
+    ``_TM_ONE_CHUNK_T`` steps, fewer than ``_TM_SPLIT_MIN_ELEMS`` elements."""
+    return T <= _TM_ONE_CHUNK_T and R * T < _TM_SPLIT_MIN_ELEMS
+
+
 def _tm_sub_plan(R: int, T: int, sms: int, form: str | None) -> Plan | None:
     """The time-major lanes plan of fewer than 32 rows a program (``_TM_SUB_TILES``) for R
     time-major rows of exactly T steps (a power of two) of the kernel form ``form`` (None:
     never): the first of the form's tiles of that length whose bounds hold ``cdiv(R,
     _TM_LANES_ROWS)`` programs, one chunk a row on ``T / steps * rows / 32`` warps; None
     without one, on other row lengths, for the small calls of ``plan_time_major``'s 8-row
-    one-chunk tiles (rows of at most ``_TM_ONE_CHUNK_T`` steps, fewer than
-    ``_TM_SPLIT_MIN_ELEMS`` elements), and on Triton 3.7 or later (``_TM_LANES_NARROW``)."""
+    one-chunk tiles (:func:`_tm_small_call`), and on Triton 3.7 or later
+    (``_TM_LANES_NARROW``)."""
     if not (_TM_SUB and _TM_LANES and _TM_LANES_NARROW) or T < 2 or T & (T - 1):
         return None
-    if T <= _TM_ONE_CHUNK_T and R * T < _TM_SPLIT_MIN_ELEMS:
+    if _tm_small_call(R, T):
         return None  # (small calls keep session 48's 8-row one-chunk tiles: not timed against these)
     programs = _cdiv(R, _TM_LANES_ROWS)
     for tile in _TM_SUB_TILES.get(form, {}).get(T, ()):
@@ -1790,7 +1797,7 @@ def plan_time_major(R: int, T: int, sms: int = _DEFAULT_SMS, wide: bool = False,
     n_chunks = _cdiv(T, block_t)
     segments = 1
     if row_blocks < _TM_SPLIT_BELOW * sms:
-        if _TM_SMALL_ROWS and T <= _TM_ONE_CHUNK_T and R * T < _TM_SPLIT_MIN_ELEMS:
+        if _TM_SMALL_ROWS and _tm_small_call(R, T):
             return _tm_one_chunk(_TM_SMALL_ROWS, T)  # (a call this small: narrow tiles, no split)
         if small_long and _TM_ONE_CHUNK_T < T <= _TM_SMALL_LONG_MAX_T and R >= _TM_SMALL_LONG_MIN_ROWS \
                 and R * T <= small_long:
