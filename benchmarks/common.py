@@ -138,7 +138,8 @@ def apply_launch_settings(settings: list[str], time_major: bool = False):
     """Set ``rltriton.kernels.launch`` settings from ``NAME=VALUE`` arguments (a Python
     literal, or ``frozenset(...)`` of one for the form-set settings such as ``_MAP_REDUCE``),
     and force ``plan=BN,BT,WARPS,SEGMENTS,SEG_LEN[,STAGES]`` (on the storage's tiles:
-    time-major ones with ``time_major``) as ``launch.plan_for``'s answer. Returns the forced
+    time-major ones with ``time_major``), or ``tmplan=BN,BT,WARPS[,SEGMENTS]`` (a time-major
+    lanes tile, one chunk a segment), as ``launch.plan_for``'s answer. Returns the forced
     plan, or None. Used by the scripts that profile one call (``ncu_case.py``,
     ``phase_times.py``, ``profile_kernels.py``)."""
     import ast
@@ -151,6 +152,12 @@ def apply_launch_settings(settings: list[str], time_major: bool = False):
         if key == "plan":
             f = [int(x) for x in value.split(",")]
             forced = launch.Plan(*f[:5], False, time_major, f[5] if len(f) > 5 else 1)
+            launch.plan_for = lambda *a, _p=forced, **k: _p
+        elif key == "tmplan":
+            # a time-major lanes tile (launch.Plan's tm_lanes): BN rows of BT steps on WARPS
+            # warps, one chunk a segment of SEGMENTS (default 1: whole rows of BT steps)
+            bn, bt, warps, *segs = (int(x) for x in value.split(","))
+            forced = launch.Plan(bn, bt, warps, segs[0] if segs else 1, bt, False, True, tm_lanes=True)
             launch.plan_for = lambda *a, _p=forced, **k: _p
         elif value.startswith("frozenset(") and value.endswith(")"):
             setattr(launch, key, frozenset(ast.literal_eval(value[len("frozenset("):-1] or "()")))

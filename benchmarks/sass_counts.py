@@ -5,6 +5,7 @@ sm_90 on any machine (no GPU: Triton's wheel carries ptxas, cuobjdump and nvdisa
     python benchmarks/sass_counts.py td_lambda 16x262144 _INTERIOR=False     # with a launch setting
     python benchmarks/sass_counts.py gae 16x262144 --lines 30                # the top source lines
     python benchmarks/sass_counts.py gae 4096x512 tm                         # time-major storage
+    python benchmarks/sass_counts.py gae 256x1024 tm tmplan=8,1024,16        # a forced time-major lanes tile
 
 The call's launches (kernel, grid, arguments, constexprs) are taken as the launcher makes
 them for a CUDA device of ``launch._DEFAULT_SMS`` multiprocessors, in a child process under
@@ -182,7 +183,9 @@ def describe(compiled, spec: dict, n_sass: int) -> str:
     the rounds its grid takes on an H200, and the time to issue its static instruction count
     (times its warps and programs, over 132 SMs x 4 schedulers at 1.98 GHz): about what a
     kernel of a whole row in one chunk issues, less than a chunk loop does (its body runs once
-    a chunk), more than a kernel with a path it skips (the lazy cut's second scan)."""
+    a chunk), more than a kernel with a path it skips (the lazy cut's second scan); and the
+    same on the busiest SM alone (its ``ceil(programs / 132)`` programs' instructions on its 4
+    schedulers), the bound that matters for grids of fewer programs than SMs."""
     res = resources(compiled)
     if res is None:
         return "resources unknown"
@@ -191,9 +194,12 @@ def describe(compiled, spec: dict, n_sass: int) -> str:
     programs = spec["grid"][0] * spec["grid"][1]
     per_sm, by = resident(regs, warps, compiled.metadata.shared)
     issue = n_sass * warps * programs / (SMS * SCHEDULERS) / (CLOCK_GHZ * 1e3)
+    # the busiest SM's share: a grid of fewer programs than SMs leaves SMs idle, so the
+    # instructions of its programs issue on the SMs they have, not on all 132
+    busiest = n_sass * warps * -(-programs // SMS) / SCHEDULERS / (CLOCK_GHZ * 1e3)
     return (f"{regs} registers, {stack} bytes of stack (spills)" + (f", {local} bytes of local memory" if local else "")
             + f"; {per_sm} programs an SM (by {by}), {programs / (per_sm * SMS):.2f} rounds on {SMS} SMs;"
-            f" static issue {issue:.2f} us")
+            f" static issue {issue:.2f} us, {busiest:.2f} on the busiest SM")
 
 
 def by_line(listing: str) -> collections.Counter:

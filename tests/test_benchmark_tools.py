@@ -102,3 +102,42 @@ def test_standing_takes_the_newest_verdict_of_each_row(tmp_path):
     assert "99" not in text and "1x8192" not in text
     text = standing.report([r for r in runs if r is not None], "H200", all_rows=True)
     assert f"| {floor_goal} | 2 of 3 | 0 of 1 | — | 0 of 1 |" in text, text
+
+
+@pytest.mark.parametrize("setting, want", [
+    ("plan=8,16,2,4,32", dict(block_n=8, block_t=16, num_warps=2, segments=4, seg_len=32, time_major=True,
+                              tm_lanes=False)),
+    # a time-major lanes tile of 8 rows on 2 warps: 8 groups of 8 steps along time, 2 segments
+    ("tmplan=8,64,2,2", dict(block_n=8, block_t=64, num_warps=2, segments=2, seg_len=64, time_major=True,
+                             tm_lanes=True)),
+    ("tmplan=16,128,4", dict(block_n=16, block_t=128, num_warps=4, segments=1, seg_len=128, time_major=True,
+                             tm_lanes=True)),
+])
+def test_forced_plans(setting, want, monkeypatch, poisoned):
+    """``common.apply_launch_settings``' forced plans (``plan=`` and ``tmplan=``, which the
+    static and profiling scripts take, ``benchmarks/sass_counts.py`` among them) are the plan
+    every call then gets, and a time-major call on them computes GAE right: NaN-poisoned
+    outputs against the float64 reference, through the interpreter, with the lanes tile's
+    thread groups along time (``TM_W``) as ``launch._tm_groups`` gives them."""
+    from tests.conftest import INTERPRET, plans_used
+    from tests.rollouts import assert_matches, make_case
+
+    launch = poisoned
+    monkeypatch.setattr(launch, "plan_for", launch.plan_for)  # put back after the test
+    forced = common.apply_launch_settings([setting], time_major=True)
+    assert {k: getattr(forced, k) for k in want} == want, forced
+    assert launch.plan_for(21, 128, torch.device("cpu"), True) is forced
+    if not INTERPRET:
+        return
+    seen = plans_used(monkeypatch, launch, lambda pl, kw: (pl, kw.get("TM_W", 0)))
+    launch.clear_caches()
+    try:
+        T = forced.seg_len * forced.segments
+        case = make_case("gae", (21, T), bootstrap="bootstrap_values", flags="both", seed=7, time_major=True)
+        ref = case(backend="reference")
+        for i, (o, r) in enumerate(zip(case(backend="triton"), ref)):
+            assert_matches(o, r, case, f"gae[{i}] {setting}")
+    finally:
+        launch.clear_caches()
+    groups = launch._tm_groups(forced) if forced.tm_lanes else 0
+    assert seen and all(s == (forced, groups) for s in seen), seen
