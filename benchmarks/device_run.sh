@@ -102,6 +102,8 @@
 #   s54-g4-steps, ~1 min: that tile past 768 steps;
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
+#   s60-tm-coop, ~4 min: launch._TM_COOP (session 60, off until timed): the small time-major
+#   calls' split as one cooperative launch, its GPU tests and an A/B against the two passes;
 #   s59-final, ~9 min: session 59's tiles of 8 or 16 rows on their adopted bounds, their GPU
 #   tests, then the harness at the classic grid's rows they reach (time-major, no peers);
 #   s59-verify, ~7 min (carries _ab/s59/base: git archive a94a8fa rltriton): session 59's
@@ -867,6 +869,15 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       k16=${t/K/16}; k32=${t/K/32}
       variants_ab s56_gae512 300 gae_tm,gae_tm_bv 1024x512,2048x512,4096x512,6144x512,8192x512,16384x512,4096x500 \
         base k16="${k16/MAXP/0.75}" k32="${k32/MAXP/0.75}" k16w="${k16/MAXP/2.0}" ;;
+    s60-tm-coop)
+      # launch._TM_COOP (prepared in session 60, off): the small time-major calls' split of
+      # one-chunk segments as one cooperative launch; its GPU tests (forced for every form),
+      # then an A/B of the default against it for every form at the split's shapes (the
+      # classic grid's 128 x 1024 among them), ~4 min
+      gpu_tests 200 "tm_coop" gpu_s60_tm_coop.log
+      coop='s/^_TM_COOP: frozenset\[str\] = frozenset()$/_TM_COOP: frozenset[str] = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})/'
+      variants_ab s60_tm_coop 240 gae_tm,vtrace_tm,retrace_tm,gae_tm_bv \
+        128x1024,140x640,192x768,200x760,224x1024,255x1024,128x768 base coop="$coop" ;;
     s59-final)
       # session 59's tiles of 8 or 16 rows on their adopted bounds: their GPU tests (and the
       # 32-row tiles' with them off), then the harness on the classic grid's rows they reach,

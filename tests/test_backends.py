@@ -1918,6 +1918,86 @@ def test_tm_sub_tiles_plan(monkeypatch):
     launch.clear_caches()
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_tm_coop(name, monkeypatch, poisoned):
+    """launch._TM_COOP (off as shipped) forced for every kernel form: a time-major split of
+    one-chunk segments (the small tiles, 4 x 4, a segment a chunk) as one cooperative pass,
+    through the interpreter, which runs programs one after another and so takes it as PHASE 5
+    launched twice (the barrier runs on a GPU only: tests/test_gpu.py::test_tm_coop): every
+    boundary form, rows that are no multiple of the tile, a short last segment, per-step
+    coefficients with truncations, NaN-poisoned outputs against the float64 reference; a split
+    of more than ``_TM_COOP_MAX_SEGMENTS`` segments, or of segments of several chunks, keeps
+    its two passes."""
+    if not INTERPRET:
+        pytest.skip("needs TRITON_INTERPRET=1")
+    launch = poisoned
+    use_small_tiles(monkeypatch, launch, split=True)
+    monkeypatch.setattr(launch, "_TM_COOP", frozenset([*launch._FORMS, "forward"]))
+    monkeypatch.setattr(launch, "_TM_MAX_SEGMENTS", 64)  # a segment a chunk: as many as the chunks
+    monkeypatch.setattr(launch, "_TM_PROGRAMS_PER_SM", 1 << 20)
+    monkeypatch.setattr(launch, "_TM_COOP_MAX_SEGMENTS", 16)
+    used = plans_used(monkeypatch, launch, lambda pl, kw: (pl.time_major, pl.coop, pl.segments, kw["PHASE"]))
+    launch.clear_caches()
+    try:
+        for k, (shape, bootstrap) in enumerate(zip([(5, 61), (9, 40), (3, 50), (6, 33)], BOOTSTRAP_FORMS)):
+            check(make_case(name, shape, bootstrap=bootstrap, per_step=k == 3, time_major=True,
+                            flags="truncated" if k == 3 else "both", seed=31 + k), "triton")
+        assert used and all(u[:2] == (True, True) and 1 < u[2] <= 16 and u[3] == 5 for u in used), used
+        used.clear()
+        check(make_case(name, (5, 70), flags="both", seed=35, time_major=True), "triton")  # 18 chunks
+        assert used and all(not u[1] and u[3] in (1, 2) for u in used), used
+        monkeypatch.setattr(launch, "_TM_MAX_SEGMENTS", 3)  # segments of several chunks
+        launch.clear_caches()
+        used.clear()
+        check(make_case(name, (5, 40), flags="both", seed=36, time_major=True), "triton")
+        assert used and all(not u[1] and u[3] in (1, 2) for u in used), used
+    finally:
+        launch.clear_caches()
+
+
+def test_tm_coop_plan(monkeypatch):
+    """launch._TM_COOP's plans on 132 SMs: off as shipped; for the forms named, the small
+    time-major calls' split (128 x 1024: 8 one-chunk segments of [8, 128]) becomes one
+    cooperative pass, but not a split of more than ``_TM_COOP_MAX_SEGMENTS`` segments (GAE
+    256 x 1024: 64 of [32, 16]), a split of segments of several chunks (GAE 512 x 2048), a
+    time-major lanes tile, batch-major rows, or a form not named."""
+    import torch
+
+    from rltriton.kernels import launch
+
+    monkeypatch.setattr(launch, "_TM_LANES_NARROW", True)
+    monkeypatch.setattr(launch, "_GROUP_TILES", False)
+    launch.clear_caches()
+    cpu = torch.device("cpu")
+
+    def plan(R, T, form, time_major=True):
+        return launch.plan_for(R, T, cpu, time_major=time_major, form=form)
+
+    assert not launch._TM_COOP and not plan(128, 1024, "gae").coop and plan(128, 1024, "gae").segments == 8
+    monkeypatch.setattr(launch, "_TM_COOP", frozenset({"gae", "vtrace"}))
+    pl = plan(128, 1024, "gae")
+    assert pl.coop and pl.time_major and (pl.block_n, pl.block_t, pl.segments, pl.seg_len) == (8, 128, 8, 128), pl
+    assert plan(128, 1024, "vtrace").coop and not plan(128, 1024, "retrace").coop
+    wide = plan(256, 1024, "gae")
+    assert wide.segments == 64 and wide.seg_len == wide.block_t and not wide.coop, wide
+    long = plan(512, 2048, "gae")
+    assert long.segments > 1 and long.seg_len > long.block_t and not long.coop, long
+    assert plan(4096, 128, "gae").tm_lanes and not plan(4096, 128, "gae").coop
+    assert not plan(128, 1024, "gae", time_major=False).coop
+    # the settings tests/test_gpu.py::test_tm_coop forces, and the plans it expects
+    forms = [*launch._FORMS, "forward"]
+    monkeypatch.setattr(launch, "_TM_COOP", frozenset(forms))
+    monkeypatch.setattr(launch, "_TM_LANES", False)
+    monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", dict.fromkeys(forms, ((128, 256, 512, 0, 8, 2),)))
+    monkeypatch.setattr(launch, "_TM_SMALL_LONG_ELEMS", dict.fromkeys(forms, 1 << 18))
+    launch.clear_caches()
+    for form in forms:
+        for R, T in [(128, 1024), (255, 1024), (200, 760), (140, 640), (130, 513)]:
+            pl = plan(R, T, form)
+            assert (pl.coop, pl.block_n, pl.block_t, pl.segments) == (True, 8, 128, -(-T // 128)), (form, R, T, pl)
+    launch.clear_caches()
+
+
 def test_tm_lanes_tiles_reach(monkeypatch):
     """The time-major lanes tiles (launch._tm_lanes_plan) as launch._TM_LANES_TILES ships them:
     time-major rows of 5 to 128 steps (GAE, TD(lambda), the forward scans; V-trace and

@@ -932,6 +932,56 @@ def test_tm_small_split(shape, name, tile, dtype, monkeypatch):
             assert rows_warps == ((4, 1) if g4 else (8, 2)), (shape, rows_warps)
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("shape", [(128, 1024), (255, 1024), (200, 760), (140, 640), (130, 513)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_tm_coop(shape, name, monkeypatch):
+    """launch._TM_COOP forced for every kernel form (off as shipped): the small time-major
+    calls' split (launch._TM_SMALL_SPLIT's one-chunk segments, on [8, 128] tiles of 2 warps
+    forced for every form here) as one cooperative launch (PHASE 4, a grid barrier) where its
+    programs fit, else the same tiles in two passes; a last segment part empty (760, 640 and
+    513 steps), a last row tile part empty (255, 130 rows), the bootstrap forms in turn,
+    against the float64 torch backend, twice so that a replay runs too; the barrier's
+    counters are left at 0."""
+    from rltriton.kernels import launch
+
+    k = [(128, 1024), (255, 1024), (200, 760), (140, 640), (130, 513)].index(shape)
+    forms = [*launch._FORMS, "forward"]
+    settings = {"_TM_COOP": frozenset(forms), "_TM_LANES": False,
+                "_TM_SMALL_SPLIT": dict.fromkeys(forms, ((128, 256, 512, 0, 8, 2),)),
+                "_TM_SMALL_LONG_ELEMS": dict.fromkeys(forms, 1 << 18)}
+    used = _forced(monkeypatch, settings, name, shape, 61 + k, "tm coop",
+                   lambda pl, kw: (pl.coop, pl.block_n, pl.block_t, pl.segments, kw["PHASE"]), time_major=True,
+                   bootstrap=BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4])
+    torch.cuda.synchronize()
+    assert used and set(used) == {(True, 8, 128, -(-shape[1] // 128), 4)}, used
+    for state in launch._coop_state.values():
+        assert state.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("name", ["gae", "vtrace", "traces"])
+def test_tm_coop_graph(name, monkeypatch):
+    """launch._TM_COOP's cooperative launch of a small time-major split captured in a CUDA
+    graph (its barrier counters then zeroed inside the graph): replayed on new data, the new
+    results."""
+    from rltriton.kernels import launch
+
+    forms = [*launch._FORMS, "forward"]
+    monkeypatch.setattr(launch, "_TM_COOP", frozenset(forms))
+    monkeypatch.setattr(launch, "_TM_LANES", False)
+    monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", dict.fromkeys(forms, ((128, 256, 512, 0, 8, 2),)))
+    monkeypatch.setattr(launch, "_TM_SMALL_LONG_ELEMS", dict.fromkeys(forms, 1 << 18))
+    launch.clear_caches()
+    phases = plans_used(monkeypatch, launch, lambda pl, kw: kw["PHASE"])
+    try:
+        shape = (128, 1024)
+        case = on_gpu(to_time_major(make_case(name, shape, seed=66)))
+        _check_graph_replay(case, to_time_major(make_case(name, shape, seed=67)), replays=2)
+        assert phases and set(phases) == {4}, phases
+    finally:
+        launch.clear_caches()
+
+
 # (estimator, shape, keyword arguments, the tile expected on the H200 with Triton < 3.7:
 # (steps, steps a thread) or None); the bounds of launch._TM_LANES_TILES' 256- and 512-step
 # tiles (narrow only) on 132 SMs

@@ -404,6 +404,23 @@ _LOOKBACK = False
 # warps and shared memory, :func:`_coop_fits`); where they do not, the same tiles run as
 # the two passes.
 _COOP = False
+# ... and, for the kernel forms named here, a time-major split of one-chunk segments on the
+# time-major tiles (launch.plan_time_major's: the small calls' _TM_SMALL_SPLIT, e.g. 128 x 1024
+# as 8 segments of [8, 128], and the 16-step segments of the split below _TM_SPLIT_BELOW, e.g.
+# GAE 256 x 1024 as 64 of [32, 16]), where the same check finds every program resident; not
+# the lanes tiles (scan.scan_step: no single pass). Why it might gain there where _COOP lost on
+# batch-major rows of 262144 elements (GAE 1 x 262144 5.8 -> 6.6 us, session 14): these calls
+# are latency-bound, not issue-bound (benchmarks/sass_counts.py: the shipped split of
+# 128 x 1024 issues 0.25 + 0.26 us on its busiest SM, of a 5.7 us call against 2.1
+# batch-major), and their PHASE 2 reloads every input on strided time-major tiles and composes
+# up to 64 summaries before its scan. Prepared in session 60 (no GPU was lent), off until
+# timed: `bash benchmarks/device_run.sh s60-tm-coop`. The compiled replay (native.py) takes
+# no cooperative grid, so such a call's full call goes through the Python replay. At most
+# _TM_COOP_MAX_SEGMENTS segments: the carry of each composes every earlier segment's map in
+# registers, and 64 of them (GAE 256 x 1024 on [32, 16]) took 255 registers and spilled
+# (Triton 3.6, sm_90: 3504 SASS a thread, against 1184 and 88 registers for 128 x 1024's 8).
+_TM_COOP: frozenset[str] = frozenset()
+_TM_COOP_MAX_SEGMENTS = 16
 _COOP_MAX_T = 8192
 _COOP_PER_SM = 2
 _COOP_ELEMS = 16
@@ -1869,12 +1886,18 @@ def plan_for(R: int, T: int, device: torch.device, time_major: bool = False, wid
     fewest programs an SM from which the call takes TD(lambda)'s kernel's 128-step lanes tiles
     (:func:`_td_wide_lanes`; None: never);
     ``tm_lanes_edge``: the time-major lanes tiles' bounds for discounted returns to the window
-    edge (``_DR_TM_LANES_ANY``); ``long_split``: as in :func:`plan` (batch-major storage only)."""
+    edge (``_DR_TM_LANES_ANY``); ``long_split``: as in :func:`plan` (batch-major storage only).
+    A time-major split of a form in ``_TM_COOP`` into at most ``_TM_COOP_MAX_SEGMENTS``
+    one-chunk segments is made one cooperative pass (``Plan.coop``; off as shipped)."""
     sms = _device_sms(device)
     if time_major:
         pl = _tm_sub_plan(R, T, sms, form) or _tm_lanes_plan(R, T, sms, form, tm_lanes_edge) or plan_time_major(
             R, T, sms, wide, few, _TM_SMALL_LONG_ELEMS.get(form, 0), _TM_SMALL_SPLIT.get(form, ()))
         if pl is not None:
+            if form in _TM_COOP and not pl.tm_lanes and 1 < pl.segments <= _TM_COOP_MAX_SEGMENTS \
+                    and pl.seg_len == pl.block_t:
+                # one cooperative pass of the split's one-chunk segments (see _TM_COOP)
+                return pl._replace(coop=True)
             return _tm_deep(pl, form)
         long_rows, forward, form, short_tile, long_split = _LONG_ROWS_DEFAULT, False, None, None, None
     else:
@@ -2373,6 +2396,11 @@ def launch_specs(kernel, lanes: int, T: int, pl: Plan, args: list, meta: dict, d
         if device.type != "cuda":
             # the interpreter runs programs one after another: PHASE 5 (no barrier) twice,
             # the first launch storing every segment's map, the second composing the carries
+            # (the first launch's programs read the maps of segments not yet run, whose
+            # outputs the second overwrites: identity maps there, not uninitialised memory,
+            # keep those discarded carries finite)
+            sum_a.zero_()
+            sum_b.fill_(1.0)
             spec = (kernel, grid, full, dict(PHASE=5, S_BLOCK=s_block, **common))
             return [spec, spec], [sum_a, sum_b]
         state = coop_counters(device)
