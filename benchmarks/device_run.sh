@@ -103,7 +103,8 @@
 #   s55-fwd512, ~3 min: the forward kernel's whole 512-step time-major lanes rows with EXACT_T, A/B;
 #   s55-verify, ~5 min (carries _ab/s55/base): what session 55 adopted, GPU tests and an A/B;
 #   s60-tm-coop, ~4 min: launch._TM_COOP (session 60, off until timed): the small time-major
-#   calls' split as one cooperative launch, its GPU tests and an A/B against the two passes;
+#   calls' split as one cooperative launch, its GPU tests and an A/B against the two passes
+#   (and of that split up to 256 rows, the classic grid's 256 x 1024, with and without it; ~5 min);
 #   s59-final, ~9 min: session 59's tiles of 8 or 16 rows on their adopted bounds, their GPU
 #   tests, then the harness at the classic grid's rows they reach (time-major, no peers);
 #   s59-verify, ~7 min (carries _ab/s59/base: git archive a94a8fa rltriton): session 59's
@@ -873,11 +874,16 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       # launch._TM_COOP (prepared in session 60, off): the small time-major calls' split of
       # one-chunk segments as one cooperative launch; its GPU tests (forced for every form),
       # then an A/B of the default against it for every form at the split's shapes (the
-      # classic grid's 128 x 1024 among them), ~4 min
+      # classic grid's 128 x 1024 among them), and of the split up to 256 rows with and without it, ~5 min
       gpu_tests 200 "tm_coop" gpu_s60_tm_coop.log
       coop='s/^_TM_COOP: frozenset\[str\] = frozenset()$/_TM_COOP: frozenset[str] = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})/'
-      variants_ab s60_tm_coop 240 gae_tm,vtrace_tm,retrace_tm,gae_tm_bv \
-        128x1024,140x640,192x768,200x760,224x1024,255x1024,128x768 base coop="$coop" ;;
+      # (split256: the small split up to 256 rows, so that the classic grid's 256 x 1024 takes
+      # 8 segments of [8, 128] instead of the 64 of [32, 16] below _TM_SPLIT_BELOW; Retrace's
+      # 512 x 512 then takes whole rows of 4, hence that shape)
+      split256='s/^_TM_SMALL_LONG_FEW_BELOW = 256$/_TM_SMALL_LONG_FEW_BELOW = 257/;s/"forward"), _TM_SPLIT_MIN_ELEMS - 1)}/"forward"), _TM_SPLIT_MIN_ELEMS)}/;s/(128, 256, 512, 86 \* 1024, 8, 2)/(128, 257, 512, 86 * 1024, 8, 2)/g;s/(192, 256, 736, 0, 8, 2)/(192, 257, 736, 0, 8, 2)/;s/(128, 256, 768, 0, 8, 2)/(128, 257, 768, 0, 8, 2)/'
+      variants_ab s60_tm_coop 300 gae_tm,vtrace_tm,retrace_tm,gae_tm_bv \
+        128x1024,140x640,192x768,200x760,255x1024,256x1024,256x768,512x512 \
+        base coop="$coop" split256="$split256" both="$coop;$split256" ;;
     s59-final)
       # session 59's tiles of 8 or 16 rows on their adopted bounds: their GPU tests (and the
       # 32-row tiles' with them off), then the harness on the classic grid's rows they reach,
