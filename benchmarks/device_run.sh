@@ -874,16 +874,21 @@ or (one_chunk_rows and (300x4096 or 1000x4096))" gpu_s48_verify.log
       # launch._TM_COOP (prepared in session 60, off): the small time-major calls' split of
       # one-chunk segments as one cooperative launch; its GPU tests (forced for every form),
       # then an A/B of the default against it for every form at the split's shapes (the
-      # classic grid's 128 x 1024 among them), and of the split up to 256 rows with and without it, ~5 min
+      # classic grid's 128 x 1024 among them), and of the split up to 256 rows with and without it,
+      # and of TD(lambda)'s and the forward kernel's calls split so too, ~6 min
       gpu_tests 200 "tm_coop" gpu_s60_tm_coop.log
       coop='s/^_TM_COOP: frozenset\[str\] = frozenset()$/_TM_COOP: frozenset[str] = frozenset({"gae", "td_lambda", "vtrace", "retrace", "retrace_actions", "forward"})/'
       # (split256: the small split up to 256 rows, so that the classic grid's 256 x 1024 takes
       # 8 segments of [8, 128] instead of the 64 of [32, 16] below _TM_SPLIT_BELOW; Retrace's
       # 512 x 512 then takes whole rows of 4, hence that shape)
       split256='s/^_TM_SMALL_LONG_FEW_BELOW = 256$/_TM_SMALL_LONG_FEW_BELOW = 257/;s/"forward"), _TM_SPLIT_MIN_ELEMS - 1)}/"forward"), _TM_SPLIT_MIN_ELEMS)}/;s/(128, 256, 512, 86 \* 1024, 8, 2)/(128, 257, 512, 86 * 1024, 8, 2)/g;s/(192, 256, 736, 0, 8, 2)/(192, 257, 736, 0, 8, 2)/;s/(128, 256, 768, 0, 8, 2)/(128, 257, 768, 0, 8, 2)/'
-      variants_ab s60_tm_coop 300 gae_tm,vtrace_tm,retrace_tm,gae_tm_bv \
+      # (tdfwd: TD(lambda)'s kernel and the forward kernel, whose 128-255-row calls of 1024
+      # steps take session 59's whole-row tiles of 8 rows, issue-bound on R / 8 SMs, split
+      # like the others instead, up to 256 rows, as one cooperative launch; after split256's sed)
+      tdfwd='s/^_TM_SUB = True$/_TM_SUB = False/;s/^    "forward": ((128, 257, 768, 0, 8, 2),),$/    "forward": ((128, 257, 512, 0, 8, 2),), "td_lambda": ((128, 257, 512, 0, 8, 2),),/'
+      variants_ab s60_tm_coop 330 gae_tm,vtrace_tm,retrace_tm,gae_tm_bv,td_lambda_tm,traces_tm \
         128x1024,140x640,192x768,200x760,255x1024,256x1024,256x768,512x512 \
-        base coop="$coop" split256="$split256" both="$coop;$split256" ;;
+        base coop="$coop" split256="$split256" both="$coop;$split256" tdfwd="$coop;$split256;$tdfwd" ;;
     s59-final)
       # session 59's tiles of 8 or 16 rows on their adopted bounds: their GPU tests (and the
       # 32-row tiles' with them off), then the harness on the classic grid's rows they reach,
