@@ -152,17 +152,17 @@ def apply_launch_settings(settings: list[str], time_major: bool = False):
         if key == "plan":
             f = [int(x) for x in value.split(",")]
             forced = launch.Plan(*f[:5], False, time_major, f[5] if len(f) > 5 else 1)
-            launch.plan_for = lambda *a, _p=forced, **k: _p
         elif key == "tmplan":
             # a time-major lanes tile (launch.Plan's tm_lanes): BN rows of BT steps on WARPS
             # warps, one chunk a segment of SEGMENTS (default 1: whole rows of BT steps)
             bn, bt, warps, *segs = (int(x) for x in value.split(","))
             forced = launch.Plan(bn, bt, warps, segs[0] if segs else 1, bt, False, True, tm_lanes=True)
-            launch.plan_for = lambda *a, _p=forced, **k: _p
         elif value.startswith("frozenset(") and value.endswith(")"):
             setattr(launch, key, frozenset(ast.literal_eval(value[len("frozenset("):-1] or "()")))
         else:
             setattr(launch, key, ast.literal_eval(value))
+    if forced is not None:
+        launch.plan_for = lambda *a, _p=forced, **k: _p
     return forced
 
 

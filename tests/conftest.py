@@ -342,6 +342,18 @@ def use_small_tiles(monkeypatch, launch, split: bool, lookback: bool = False, co
     launch.clear_caches()
 
 
+def tm_coop_settings(launch) -> dict:
+    """The ``launch`` settings under which every kernel form's time-major calls of 128-255
+    rows of 513-1024 steps split into 128-step one-chunk segments of [8, 128] on 2 warps, as
+    one cooperative pass (``launch._TM_COOP``; the time-major lanes tiles off): what
+    ``tests/test_gpu.py::test_tm_coop`` and ``::test_tm_coop_graph`` force, and
+    ``tests/test_backends.py::test_tm_coop_plan`` checks the plans of."""
+    forms = [*launch._FORMS, "forward"]
+    return {"_TM_COOP": frozenset(forms), "_TM_LANES": False,
+            "_TM_SMALL_SPLIT": dict.fromkeys(forms, ((128, 256, 512, 0, 8, 2),)),
+            "_TM_SMALL_LONG_ELEMS": dict.fromkeys(forms, 1 << 18)}
+
+
 def plans_used(monkeypatch, launch, what=lambda pl, kw: pl) -> list:
     """Record the plan (or ``what(plan, kwargs)``, with ``kwargs`` the constexprs and launch
     options of the call's first kernel launch, as ``launch.launch_specs`` made them) of every

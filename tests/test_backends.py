@@ -20,6 +20,7 @@ from tests.conftest import (
     launches_used,
     plans_used,
     split_passes,
+    tm_coop_settings,
     tm_long_tile_record,
     use_small_tiles,
 )
@@ -1985,13 +1986,10 @@ def test_tm_coop_plan(monkeypatch):
     assert plan(4096, 128, "gae").tm_lanes and not plan(4096, 128, "gae").coop
     assert not plan(128, 1024, "gae", time_major=False).coop
     # the settings tests/test_gpu.py::test_tm_coop forces, and the plans it expects
-    forms = [*launch._FORMS, "forward"]
-    monkeypatch.setattr(launch, "_TM_COOP", frozenset(forms))
-    monkeypatch.setattr(launch, "_TM_LANES", False)
-    monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", dict.fromkeys(forms, ((128, 256, 512, 0, 8, 2),)))
-    monkeypatch.setattr(launch, "_TM_SMALL_LONG_ELEMS", dict.fromkeys(forms, 1 << 18))
+    for key, value in tm_coop_settings(launch).items():
+        monkeypatch.setattr(launch, key, value)
     launch.clear_caches()
-    for form in forms:
+    for form in [*launch._FORMS, "forward"]:
         for R, T in [(128, 1024), (255, 1024), (200, 760), (140, 640), (130, 513)]:
             pl = plan(R, T, form)
             assert (pl.coop, pl.block_n, pl.block_t, pl.segments) == (True, 8, 128, -(-T // 128)), (form, R, T, pl)

@@ -15,7 +15,14 @@ import pytest
 import torch
 
 import rltriton as rt
-from tests.conftest import assert_same_non_finite, launches_used, plans_used, split_passes, tm_long_tile_record
+from tests.conftest import (
+    assert_same_non_finite,
+    launches_used,
+    plans_used,
+    split_passes,
+    tm_coop_settings,
+    tm_long_tile_record,
+)
 from tests.rollouts import (
     BOOTSTRAP_FORMS,
     ESTIMATORS,
@@ -946,11 +953,7 @@ def test_tm_coop(shape, name, monkeypatch):
     from rltriton.kernels import launch
 
     k = [(128, 1024), (255, 1024), (200, 760), (140, 640), (130, 513)].index(shape)
-    forms = [*launch._FORMS, "forward"]
-    settings = {"_TM_COOP": frozenset(forms), "_TM_LANES": False,
-                "_TM_SMALL_SPLIT": dict.fromkeys(forms, ((128, 256, 512, 0, 8, 2),)),
-                "_TM_SMALL_LONG_ELEMS": dict.fromkeys(forms, 1 << 18)}
-    used = _forced(monkeypatch, settings, name, shape, 61 + k, "tm coop",
+    used = _forced(monkeypatch, tm_coop_settings(launch), name, shape, 61 + k, "tm coop",
                    lambda pl, kw: (pl.coop, pl.block_n, pl.block_t, pl.segments, kw["PHASE"]), time_major=True,
                    bootstrap=BOOTSTRAP_FORMS[(k + ESTIMATORS.index(name)) % 4])
     torch.cuda.synchronize()
@@ -966,11 +969,8 @@ def test_tm_coop_graph(name, monkeypatch):
     results."""
     from rltriton.kernels import launch
 
-    forms = [*launch._FORMS, "forward"]
-    monkeypatch.setattr(launch, "_TM_COOP", frozenset(forms))
-    monkeypatch.setattr(launch, "_TM_LANES", False)
-    monkeypatch.setattr(launch, "_TM_SMALL_SPLIT", dict.fromkeys(forms, ((128, 256, 512, 0, 8, 2),)))
-    monkeypatch.setattr(launch, "_TM_SMALL_LONG_ELEMS", dict.fromkeys(forms, 1 << 18))
+    for key, value in tm_coop_settings(launch).items():
+        monkeypatch.setattr(launch, key, value)
     launch.clear_caches()
     phases = plans_used(monkeypatch, launch, lambda pl, kw: kw["PHASE"])
     try:

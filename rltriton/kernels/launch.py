@@ -405,10 +405,9 @@ _LOOKBACK = False
 # the two passes.
 _COOP = False
 # ... and, for the kernel forms named here, a time-major split of one-chunk segments on the
-# time-major tiles (launch.plan_time_major's: the small calls' _TM_SMALL_SPLIT, e.g. 128 x 1024
-# as 8 segments of [8, 128], and the 16-step segments of the split below _TM_SPLIT_BELOW, e.g.
-# GAE 256 x 1024 as 64 of [32, 16]), where the same check finds every program resident; not
-# the lanes tiles (scan.scan_step: no single pass). Why it might gain there where _COOP lost on
+# time-major tiles (plan_time_major's; in practice the small calls' _TM_SMALL_SPLIT, e.g.
+# 128 x 1024 as 8 segments of [8, 128]), where the same check finds every program resident;
+# not the lanes tiles (scan.scan_step: no single pass). Why it might gain there where _COOP lost on
 # batch-major rows of 262144 elements (GAE 1 x 262144 5.8 -> 6.6 us, session 14): these calls
 # are latency-bound, not issue-bound (benchmarks/sass_counts.py: the shipped split of
 # 128 x 1024 issues 0.25 + 0.26 us on its busiest SM, of a 5.7 us call against 2.1
@@ -418,7 +417,7 @@ _COOP = False
 # no cooperative grid, so such a call's full call goes through the Python replay. At most
 # _TM_COOP_MAX_SEGMENTS segments: the carry of each composes every earlier segment's map in
 # registers, and 64 of them (GAE 256 x 1024 on [32, 16]) took 255 registers and spilled
-# (Triton 3.6, sm_90: 3504 SASS a thread, against 1184 and 88 registers for 128 x 1024's 8).
+# (Triton 3.6, sm_90: 3504 SASS a thread, against 1280 and 88 registers for 128 x 1024's 8).
 _TM_COOP: frozenset[str] = frozenset()
 _TM_COOP_MAX_SEGMENTS = 16
 _COOP_MAX_T = 8192
